@@ -1,0 +1,14 @@
+"""FastAPI routes with msgspec bodies and responses, with a compiled request path."""
+
+from ._impl import IMPLEMENTATION
+from ._openapi import install_openapi
+from .responses import MsgspecJSONResponse
+from .router import MsgspecRoute, MsgspecRouter
+
+__all__ = [
+    "IMPLEMENTATION",
+    "MsgspecJSONResponse",
+    "MsgspecRoute",
+    "MsgspecRouter",
+    "install_openapi",
+]

@@ -1,0 +1,57 @@
+"""Every private FastAPI name this package touches, in one place.
+
+Checked against FastAPI 0.142.2 and 0.165.0 (the declared range). When FastAPI moves one
+of these, this module is the only one to change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import routing as _routing
+from fastapi.openapi import utils as _openapi_utils
+from starlette.types import ASGIApp, Scope
+
+# The route context FastAPI is building a handler for. Included routers are built lazily
+# per inclusion (0.137+), and `get_route_handler` learns which inclusion it serves only
+# through this ContextVar.
+_effective_route_context_var = _routing._effective_route_context_var
+
+# The scope entry where the router records the inclusion context that matched, read by
+# `APIRoute.handle` to pick that context's app.
+_SCOPE_KEY: str = _routing._FASTAPI_SCOPE_KEY
+_CONTEXT_KEY: str = _routing._FASTAPI_EFFECTIVE_ROUTE_CONTEXT_KEY
+
+# OpenAPI components of FastAPI's 422 response, reused for the 422 we document.
+VALIDATION_ERROR_DEFINITION: dict[str, Any] = _openapi_utils.validation_error_definition
+VALIDATION_ERROR_RESPONSE_DEFINITION: dict[str, Any] = (
+    _openapi_utils.validation_error_response_definition
+)
+
+try:
+    # 0.164+: per-route request body limits, applied around each route's app.
+    from fastapi._body_limit import wrap_app_with_body_limit as _wrap_body_limit
+except ImportError:  # pragma: no cover - exercised on FastAPI < 0.164
+    _wrap_body_limit = None
+
+HAS_NATIVE_BODY_LIMIT = _wrap_body_limit is not None
+
+
+def building_context() -> Any | None:
+    """The inclusion context whose handler is being built, or None for the route itself."""
+    return _effective_route_context_var.get()
+
+
+def matched_context(scope: Scope) -> Any | None:
+    """The inclusion context the router matched for this request, if any."""
+    fastapi_scope = scope.get(_SCOPE_KEY)
+    if fastapi_scope is None:
+        return None
+    return fastapi_scope.get(_CONTEXT_KEY)
+
+
+def wrap_body_limit(app: ASGIApp, max_body_size: int | None) -> ASGIApp:
+    """Apply FastAPI's own body limit around `app`, where FastAPI has one."""
+    if _wrap_body_limit is None or max_body_size is None:
+        return app
+    return _wrap_body_limit(app, max_body_size)

@@ -1,0 +1,43 @@
+"""Exceptions raised inside a direct-tier route, handled as a FastAPI route would."""
+
+from __future__ import annotations
+
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.types import Receive, Scope, Send
+
+from ._types import is_coroutine_endpoint
+
+
+async def handle_route_exception(
+    exc: Exception, scope: Scope, receive: Receive, send: Send, started: bool
+) -> None:
+    """Give `exc` to the application's handler for it, or raise it on.
+
+    FastAPI routes handle exceptions inside the route (so that a route-level body limit
+    and the dependency exit stacks see the handled response); the direct tier does the
+    same with the same lookup: a status handler for an HTTPException first, then the
+    nearest handler for a class in the exception's MRO.
+    """
+    exception_handlers, status_handlers = scope.get("starlette.exception_handlers", ({}, {}))
+    handler = None
+    if isinstance(exc, HTTPException):
+        handler = status_handlers.get(exc.status_code)
+    if handler is None:
+        for cls in type(exc).__mro__:
+            if cls in exception_handlers:
+                handler = exception_handlers[cls]
+                break
+    if handler is None:
+        raise exc
+    if started:
+        raise RuntimeError("Caught handled exception, but response already started.") from exc
+    request = Request(scope, receive)
+    if is_coroutine_endpoint(handler):
+        response = await handler(request, exc)
+    else:
+        response = await run_in_threadpool(handler, request, exc)
+    if response is not None:
+        await response(scope, receive, send)
+    exc.__traceback__ = None

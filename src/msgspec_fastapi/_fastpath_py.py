@@ -1,0 +1,364 @@
+"""The request path, in pure Python: the readable reference for `_fastpath.pyx`.
+
+Both twins implement one contract over a route's plan (`_plan.RoutePlan`):
+
+- `RouteRuntime(plan)` holds the per-route state built at registration.
+- `await runtime.read_body(scope, receive)` reads the body straight from `receive` and
+  hands it to `runtime.parse_body(scope, raw)`, which checks the content type on the raw
+  ASGI header list and decodes it. It returns the
+  decoded value, or a `RequestValidationError` to raise once dependencies have run (a
+  missing or invalid body is a 422, which a failing dependency must be able to pre-empt).
+  It raises `HTTPException` 415 for a non-JSON content type, 400 for malformed or too
+  deeply nested JSON, and `ClientDisconnect` when the client goes away mid-body.
+- `runtime.encode(result)` turns an endpoint's return value into JSON bytes: instances
+  of exactly the declared Struct class (and containers of them) are trusted and encoded
+  once, other values are validated against the declared type first (a failure raises
+  `ResponseValidationError`), and untyped routes are encoded as they are.
+- `runtime.respond(result, status_code, extra_headers)` is `encode` plus a Response
+  object, for the delegated tier where FastAPI's handler expects one.
+- `await runtime(scope, receive, send)` is the direct tier's whole ASGI app: body, then
+  parameters, the endpoint (sync ones in the threadpool), and the response sent straight
+  to `send`. Exceptions reach the application's exception handlers as they would from
+  a FastAPI route.
+
+Both twins give byte-identical responses for every input; tests drive them side by side.
+"""
+
+from __future__ import annotations
+
+from copy import deepcopy
+from typing import Any
+from urllib.parse import parse_qsl
+
+import msgspec
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import cookie_parser
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
+
+from ._errors import handle_route_exception
+from ._shared import (
+    BODYLESS_STATUSES,
+    CONTAINER_DICT,
+    CONTAINER_LIST,
+    CONTAINER_OPTIONAL,
+    CONTAINER_TUPLE,
+    CONTENT_LENGTH,
+    JSON_CONTENT_TYPE,
+    MISSING,
+    OUTPUT_TRUSTED,
+    OUTPUT_UNTYPED,
+    PARAM_COOKIE,
+    PARAM_HEADER,
+    PARAM_PATH,
+    PARAM_QUERY,
+    ClientDisconnect,
+    PreparedResponse,
+    RequestValidationError,
+    body_invalid,
+    body_missing,
+    malformed_json,
+    nested_too_deeply,
+    response_invalid,
+    unsupported_media_type,
+)
+
+IMPLEMENTATION = "pure"
+
+_ASCII_SPACE = b" \t\r\n\x0b\x0c"
+
+
+def is_json_media_type(value: bytes) -> bool:
+    """`application/json` or `application/*+json`, any parameters, any letter case."""
+    media = value.split(b";", 1)[0].strip(_ASCII_SPACE).lower()
+    if media == b"application/json":
+        return True
+    return media.startswith(b"application/") and media.endswith(b"+json")
+
+
+def body_allowed(status_code: int) -> bool:
+    return status_code >= 200 and status_code not in BODYLESS_STATUSES
+
+
+def json_headers(status_code: int, body: bytes) -> list[tuple[bytes, bytes]]:
+    """Headers in the order Starlette's JSONResponse writes them."""
+    if not body_allowed(status_code):
+        return [JSON_CONTENT_TYPE]
+    return [(CONTENT_LENGTH, str(len(body)).encode("latin-1")), JSON_CONTENT_TYPE]
+
+
+class RouteRuntime:
+    """Per-route state for the request path; see the module docstring."""
+
+    def __init__(self, plan: Any) -> None:
+        self.plan = plan
+        body = plan.body
+        self.has_body = body is not None
+        if body is not None:
+            self.decoder = body.decoder
+            self.default = body.default
+            self.embedded = body.embedded
+        self.strict_content_type = plan.strict_content_type
+        output = plan.output
+        if output is not None:
+            self.output_mode = output.mode
+            self.encoder = output.encoder
+            self.output_decoder = output.decoder
+            self.output_type = output.output_type
+            self.trusted_class = output.trusted_class
+            self.container = output.container
+        self.status_code = plan.status_code
+        direct = plan.direct
+        self.is_direct = direct is not None
+        if direct is not None:
+            self.endpoint = direct.endpoint
+            self.is_coroutine = direct.is_coroutine
+            self.params = direct.params
+            self.body_name = direct.body_name
+
+    # -- body -----------------------------------------------------------------------
+
+    def check_content_type(self, headers: list[tuple[bytes, bytes]]) -> None:
+        for name, value in headers:
+            if name == b"content-type":
+                if not value:
+                    break
+                if not is_json_media_type(value):
+                    raise unsupported_media_type()
+                return
+        if self.strict_content_type:
+            # A body without a content type can be sent cross-origin without a CORS
+            # preflight, so FastAPI's strict_content_type refuses to read it as JSON.
+            raise unsupported_media_type()
+
+    async def read_body(self, scope: Scope, receive: Receive) -> Any:
+        return self.parse_body(scope, await receive_body(receive))
+
+    def parse_body(self, scope: Scope, raw: bytes) -> Any:
+        if not raw:
+            if self.default is MISSING:
+                return body_missing()
+            return deepcopy(self.default)
+        self.check_content_type(scope["headers"])
+        return self.decode(raw)
+
+    def decode(self, raw: bytes) -> Any:
+        try:
+            value = self.decoder.decode(raw)
+        except msgspec.ValidationError as exc:
+            # Typed decoding stops at the first wrong field, possibly before a syntax
+            # error further on; malformed JSON must still be a 400.
+            check_syntax(raw)
+            return body_invalid(exc)
+        except msgspec.DecodeError as exc:
+            raise malformed_json(exc) from exc
+        except RecursionError as exc:
+            raise nested_too_deeply() from exc
+        return value.value if self.embedded else value
+
+    # -- response -------------------------------------------------------------------
+
+    def is_trusted(self, result: Any) -> bool:
+        cls = self.trusted_class
+        container = self.container
+        if container == CONTAINER_LIST:
+            return type(result) is list and all(type(item) is cls for item in result)
+        if container == CONTAINER_DICT:
+            return (
+                type(result) is dict
+                and all(type(key) is str for key in result)
+                and all(type(item) is cls for item in result.values())
+            )
+        if container == CONTAINER_OPTIONAL:
+            return result is None or type(result) is cls
+        if container == CONTAINER_TUPLE:
+            return type(result) is tuple and all(type(item) is cls for item in result)
+        return type(result) is cls
+
+    def encode(self, result: Any) -> bytes:
+        mode = self.output_mode
+        if mode == OUTPUT_UNTYPED or (mode == OUTPUT_TRUSTED and self.is_trusted(result)):
+            return self.encoder.encode(result)
+        return self.encoder.encode(self.validate(result))
+
+    def validate(self, result: Any) -> Any:
+        try:
+            # Decoding the encoded value checks every field and constraint, also of
+            # Struct instances that were built without validation.
+            return self.output_decoder.decode(self.encoder.encode(result))
+        except (TypeError, ValueError, OverflowError) as exc:
+            return revalidate_builtins(result, self.output_type, exc)
+
+    def respond(
+        self, result: Any, status_code: int | None, extra_headers: list[tuple[bytes, bytes]]
+    ) -> Response:
+        status = status_code or self.status_code
+        body = self.encode(result)
+        if not body_allowed(status):
+            body = b""
+        headers = json_headers(status, body)
+        headers.extend(extra_headers)
+        return PreparedResponse(body, status, headers)
+
+    # -- direct tier ----------------------------------------------------------------
+
+    def extract_params(self, scope: Scope) -> tuple[dict[str, Any], list[Any]]:
+        values: dict[str, Any] = {}
+        errors: list[Any] = []
+        query: list[tuple[str, str]] | None = None
+        cookies: dict[str, str] | None = None
+        for spec in self.params:
+            location = spec.location
+            if location == PARAM_PATH:
+                raw = scope["path_params"].get(spec.key)
+            elif location == PARAM_QUERY:
+                if query is None:
+                    query = parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)
+                raw = pick(query, spec.key, spec.is_sequence, last=True)
+            elif location == PARAM_HEADER:
+                raw = pick_header(scope["headers"], spec.header_key, spec.is_sequence)
+            else:
+                if cookies is None:
+                    cookies = parse_cookies(scope["headers"])
+                raw = cookies.get(spec.key)
+            if raw is None or (spec.is_sequence and not raw):
+                if spec.required:
+                    errors.append(
+                        {"type": "missing", "loc": spec.loc, "msg": "Field required", "input": None}
+                    )
+                else:
+                    values[spec.name] = deepcopy(spec.default)
+                continue
+            value, problems = spec.convert(raw, values, loc=spec.loc)
+            if problems:
+                errors.extend(problems)
+            else:
+                values[spec.name] = value
+        return values, errors
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.run(scope, receive, tracking_send)
+        except Exception as exc:
+            await handle_route_exception(exc, scope, receive, tracking_send, started)
+
+    async def run(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body: Any = None
+        if self.has_body:
+            body = await self.read_body(scope, receive)
+        values, errors = self.extract_params(scope)
+        if errors:
+            raise RequestValidationError(errors)
+        if self.has_body:
+            if type(body) is RequestValidationError:
+                raise body
+            values[self.body_name] = body
+        if self.is_coroutine:
+            result = await self.endpoint(**values)
+        else:
+            result = await run_in_threadpool(self.endpoint, **values)
+        if isinstance(result, Response):
+            await result(scope, receive, send)
+            return
+        status = self.status_code
+        payload = self.encode(result)
+        if not body_allowed(status):
+            payload = b""
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": json_headers(status, payload),
+            }
+        )
+        await send({"type": "http.response.body", "body": payload})
+
+
+async def receive_body(receive: Receive) -> bytes:
+    """The whole request body, as Starlette's `Request.body()` reads it."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        kind = message["type"]
+        if kind == "http.request":
+            chunk = message.get("body", b"")
+            if chunk:
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        elif kind == "http.disconnect":
+            raise ClientDisconnect()
+    if len(chunks) == 1:
+        return chunks[0]
+    return b"".join(chunks)
+
+
+def check_syntax(raw: bytes) -> None:
+    """Raise the 400 for a body that is not JSON at all."""
+    try:
+        msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise malformed_json(exc) from exc
+    except RecursionError as exc:
+        raise nested_too_deeply() from exc
+
+
+def revalidate_builtins(result: Any, output_type: Any, error: Exception) -> Any:
+    """Validate a value whose JSON round trip failed.
+
+    NaN and infinity encode as null, which a float field refuses, although FastAPI sends
+    such values as null. Validating the Python values instead (keys made strings, as
+    JSON would) accepts them; a real validation error from that check is reported, as
+    the round trip's error may only point at the non-finite float.
+    """
+    if isinstance(error, msgspec.ValidationError):
+        try:
+            return msgspec.convert(
+                msgspec.to_builtins(result, str_keys=True), output_type, str_keys=True
+            )
+        except msgspec.ValidationError as exc:
+            error = exc
+        except TypeError:
+            # to_builtins refuses some values JSON encodes (msgspec.Raw, for one).
+            pass
+    raise response_invalid(error, result) from error
+
+
+def pick(items: list[tuple[str, str]], key: str, many: bool, last: bool) -> Any:
+    """One value (the last, as Starlette's QueryParams) or all values for `key`."""
+    if many:
+        return [value for name, value in items if name == key]
+    found = None
+    for name, value in items:
+        if name == key:
+            found = value
+            if not last:
+                break
+    return found
+
+
+def pick_header(headers: list[tuple[bytes, bytes]], key: bytes, many: bool) -> Any:
+    """The first value or all values of a header, decoded as Starlette's Headers does."""
+    if many:
+        return [value.decode("latin-1") for name, value in headers if name == key]
+    for name, value in headers:
+        if name == key:
+            return value.decode("latin-1")
+    return None
+
+
+def parse_cookies(headers: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """Cookies from every Cookie header, later ones winning, as Starlette's Request."""
+    cookies: dict[str, str] = {}
+    for name, value in headers:
+        if name == b"cookie":
+            cookies.update(cookie_parser(value.decode("latin-1")))
+    return cookies

@@ -1,0 +1,23 @@
+"""Pick the request-path twin once, at import time.
+
+The compiled module when it imports and MSGSPEC_FASTAPI_PURE is not "1"; the pure twin
+otherwise, and on interpreters other than CPython. Router code imports only this module.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._fastpath_py import IMPLEMENTATION, RouteRuntime
+elif os.environ.get("MSGSPEC_FASTAPI_PURE") == "1" or platform.python_implementation() != "CPython":
+    from ._fastpath_py import IMPLEMENTATION, RouteRuntime
+else:
+    try:
+        from ._fastpath import IMPLEMENTATION, RouteRuntime
+    except ImportError:
+        from ._fastpath_py import IMPLEMENTATION, RouteRuntime
+
+__all__ = ["IMPLEMENTATION", "RouteRuntime"]

@@ -1,0 +1,148 @@
+"""OpenAPI: msgspec schemas for bodies, responses and parameters."""
+
+from __future__ import annotations
+
+from copy import deepcopy
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from fastapi import FastAPI
+from fastapi.routing import iter_route_contexts
+
+from . import _compat
+
+if TYPE_CHECKING:
+    from ._plan import EndpointSpec
+    from .router import MsgspecRouter
+
+_REF_TEMPLATE = "#/components/schemas/{name}"
+_GROUPS = ("path_params", "query_params", "header_params", "cookie_params")
+
+
+def merge_components(target: dict[str, Any], incoming: dict[str, Any]) -> None:
+    """Add schemas to `target`; one name for two different schemas is an error."""
+    for name, schema in incoming.items():
+        if name in target and target[name] != schema:
+            raise ValueError(f"Conflicting OpenAPI component name: {name!r}")
+        target[name] = deepcopy(schema)
+
+
+def _schema(annotation: Any, components: dict[str, Any]) -> dict[str, Any]:
+    (schema,), definitions = msgspec.json.schema_components(
+        [annotation], ref_template=_REF_TEMPLATE
+    )
+    merge_components(components, definitions)
+    return schema
+
+
+def route_openapi(spec: EndpointSpec, options: dict[str, Any]) -> dict[str, Any]:
+    """Fill a route's `responses` and `openapi_extra` options; return its components."""
+    components: dict[str, Any] = {}
+    responses = deepcopy(options.get("responses") or {})
+    extra = deepcopy(options.get("openapi_extra") or {})
+    body = spec.body
+    if body is not None:
+        extra["requestBody"] = {
+            "required": body.required,
+            "content": {"application/json": {"schema": _schema(body.decode_type, components)}},
+        }
+        responses.setdefault(400, {"description": "Malformed JSON"})
+        responses.setdefault(415, {"description": "Unsupported Media Type"})
+        responses.setdefault(
+            422,
+            {
+                "description": "Validation Error",
+                "content": {
+                    "application/json": {
+                        "schema": {"$ref": _REF_TEMPLATE.format(name="HTTPValidationError")}
+                    }
+                },
+            },
+        )
+        merge_components(
+            components,
+            {
+                "HTTPValidationError": _compat.VALIDATION_ERROR_RESPONSE_DEFINITION,
+                "ValidationError": _compat.VALIDATION_ERROR_DEFINITION,
+            },
+        )
+    output = spec.output
+    if output is not None and output.output_type is not None:
+        code = options.get("status_code") or 200
+        key = str(code) if str(code) in responses else code
+        entry = responses.setdefault(key, {})
+        entry.setdefault(
+            "description", options.get("response_description", "Successful Response")
+        )
+        entry.setdefault("content", {})["application/json"] = {
+            "schema": _schema(output.output_type, components)
+        }
+    options["responses"] = responses
+    options["openapi_extra"] = extra
+    return components
+
+
+def _parameter_fields(dependant: Any) -> list[Any]:
+    fields = [field for group in _GROUPS for field in getattr(dependant, group)]
+    for dependency in dependant.dependencies:
+        fields.extend(_parameter_fields(dependency))
+    return fields
+
+
+def _replace_parameter_schemas(document: dict[str, Any], route: Any) -> None:
+    fields = [f for f in _parameter_fields(route.dependant) if getattr(f, "msgspec_schema", None)]
+    if not fields:
+        return
+    for method in route.methods or ():
+        operation = document.get("paths", {}).get(route.path_format, {}).get(method.lower())
+        if not operation:
+            continue
+        for parameter in operation.get("parameters", []):
+            for field in fields:
+                if parameter["in"] == field.field_info.in_.value and parameter["name"] == (
+                    field.alias
+                ):
+                    schema = deepcopy(field.msgspec_schema)
+                    for key in ("title", "description", "default"):
+                        if key in parameter.get("schema", {}):
+                            schema[key] = parameter["schema"][key]
+                    parameter["schema"] = schema
+
+
+def install_openapi(app: FastAPI, *routers: MsgspecRouter) -> None:
+    """Add the msgspec schemas of `routers` to `app`'s OpenAPI document.
+
+    Call once, after including the routers, with every MsgspecRouter that is not itself
+    included in another MsgspecRouter. Building the document also builds every
+    included route, so registration errors surface here rather than on a request.
+    """
+    from .router import MsgspecRoute, MsgspecRouter
+
+    if not routers:
+        raise TypeError("install_openapi() needs the MsgspecRouter instances in the app")
+    for router in routers:
+        if not isinstance(router, MsgspecRouter):
+            raise TypeError(f"install_openapi() takes MsgspecRouter instances, not {router!r}")
+    if getattr(app, "_msgspec_openapi_installed", False):
+        raise RuntimeError("install_openapi() was already called for this app")
+    components: dict[str, Any] = {}
+    for router in routers:
+        merge_components(components, router.msgspec_components)
+    list(iter_route_contexts(app.routes))
+    original = app.openapi
+    app.openapi_schema = None
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        document = original()
+        schemas = document.setdefault("components", {}).setdefault("schemas", {})
+        merge_components(schemas, components)
+        for route in iter_route_contexts(app.routes):
+            if isinstance(route.original_route, MsgspecRoute):
+                _replace_parameter_schemas(document, route)
+        app.openapi_schema = document
+        return document
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    app._msgspec_openapi_installed = True  # type: ignore[attr-defined]

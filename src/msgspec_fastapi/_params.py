@@ -1,0 +1,268 @@
+"""Path, query, header and cookie parameters converted with msgspec.
+
+Registration turns each parameter's annotation and FastAPI constraints into one
+converter; the request path only calls it. FastAPI still extracts the values (aliases,
+defaults, repeated keys) on the delegated tier; the direct tier extracts them itself with
+the same rules and calls the same converter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Annotated, Any, Union, get_args, get_origin
+
+import annotated_types
+import msgspec
+from pydantic.fields import FieldInfo
+from pydantic_core import SchemaValidator, core_schema
+
+from ._shared import PARAM_COOKIE, PARAM_HEADER, PARAM_PATH, PARAM_QUERY
+from ._types import annotated_metadata, mentions_pydantic, optional_inner, strip_annotated
+
+Converter = Callable[..., tuple[Any, list[dict[str, Any]]]]
+
+_BOUNDS = {
+    annotated_types.Gt: "gt",
+    annotated_types.Ge: "ge",
+    annotated_types.Lt: "lt",
+    annotated_types.Le: "le",
+    annotated_types.MultipleOf: "multiple_of",
+    annotated_types.MinLen: "min_length",
+    annotated_types.MaxLen: "max_length",
+}
+
+# FastAPI reads "+5", "05", "1_0" and "5.0" as the int 5-ish values and "yes"/"off" as
+# booleans: pydantic's lax string coercion. Running the same coercion keeps acceptance
+# identical to a plain APIRouter; msgspec then applies the type and constraints.
+_LAX_INT = SchemaValidator(core_schema.int_schema())
+_LAX_BOOL = SchemaValidator(core_schema.bool_schema())
+
+
+def _meta_from(metadata: Iterable[Any], where: str) -> tuple[list[msgspec.Meta], bool]:
+    """msgspec.Meta for FastAPI/annotated-types constraints, and whether Strict was set."""
+    metas: list[msgspec.Meta] = []
+    constraints: dict[str, Any] = {}
+    strict = False
+    for item in metadata:
+        if isinstance(item, FieldInfo):
+            nested, nested_strict = _meta_from(item.metadata, where)
+            metas.extend(nested)
+            strict = strict or nested_strict
+        elif isinstance(item, msgspec.Meta):
+            metas.append(item)
+        elif type(item) in _BOUNDS:
+            name = _BOUNDS[type(item)]
+            constraints[name] = getattr(item, name)
+        elif type(item).__name__ == "Strict" and type(item).__module__.startswith("pydantic"):
+            strict = bool(item.strict)
+        elif type(item).__name__ == "_PydanticGeneralMetadata":
+            for name, value in vars(item).items():
+                if name != "pattern":
+                    raise TypeError(f"{where}: the constraint {name!r} is not supported")
+                constraints[name] = value
+        else:
+            raise TypeError(f"{where}: unsupported metadata {type(item).__name__}")
+    if constraints:
+        metas.append(msgspec.Meta(**constraints))
+    return metas, strict
+
+
+def constrained_type(annotation: Any, metadata: Iterable[Any] = (), where: str = "type") -> Any:
+    """The annotation with FastAPI constraints folded into `Annotated[..., Meta]`.
+
+    Constraints on `T | None` apply to `T`, as FastAPI applies them to the value.
+    Returns the target type; strict mode is reported separately by `parameter_target`.
+    """
+    return _constrain(annotation, metadata, where)[0]
+
+
+def _constrain(annotation: Any, metadata: Iterable[Any], where: str) -> tuple[Any, bool]:
+    metadata = (*annotated_metadata(annotation), *metadata)
+    annotation = strip_annotated(annotation)
+    metas, strict = _meta_from(metadata, where)
+    if not metas:
+        return annotation, strict
+    inner = optional_inner(annotation)
+    if inner is not None:
+        return Union[Annotated[(inner, *metas)], None], strict
+    return Annotated[(annotation, *metas)], strict
+
+
+def _lax_scalar(annotation: Any) -> SchemaValidator | None:
+    if annotation is int:
+        return _LAX_INT
+    if annotation is bool:
+        return _LAX_BOOL
+    return None
+
+
+def _string_normalizer(annotation: Any) -> Callable[[Any], Any] | None:
+    """A function that rewrites HTTP strings the way FastAPI coerces them, or None."""
+    annotation = strip_annotated(annotation)
+    inner = optional_inner(annotation)
+    if inner is not None:
+        return _string_normalizer(inner)
+    origin = get_origin(annotation)
+    if origin in (list, set, frozenset, tuple):
+        args = [a for a in get_args(annotation) if a is not Ellipsis]
+        items = [_string_normalizer(a) for a in args]
+        if not any(items):
+            return None
+        if origin is tuple and len(get_args(annotation)) > 1 and Ellipsis not in get_args(
+            annotation
+        ):
+
+            def each_position(value: Any) -> Any:
+                if not isinstance(value, list):
+                    return value
+                return [
+                    items[i](v) if i < len(items) and items[i] else v  # type: ignore[misc]
+                    for i, v in enumerate(value)
+                ]
+
+            return each_position
+        item = items[0]
+        assert item is not None
+
+        def each_item(value: Any) -> Any:
+            return [item(v) for v in value] if isinstance(value, list) else value
+
+        return each_item
+    validator = _lax_scalar(annotation)
+    if validator is None:
+        if annotation is bytes:
+            return lambda value: value.encode() if isinstance(value, str) else value
+        return None
+    lax = validator.validate_python
+
+    def normalize(value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        try:
+            return lax(value)
+        except ValueError:
+            # Leave it to msgspec, which reports the error in its own words.
+            return value
+
+    return normalize
+
+
+def make_converter(target: Any, strict: bool) -> Converter:
+    """The validator FastAPI calls for one parameter: `(value, values, *, loc)`."""
+    normalize = None if strict else _string_normalizer(target)
+    convert = msgspec.convert
+
+    def validate(
+        value: Any, values: Any = None, *, loc: tuple[str | int, ...] = ()
+    ) -> tuple[Any, list[dict[str, Any]]]:
+        try:
+            if normalize is not None:
+                value = normalize(value)
+            return convert(value, type=target, strict=strict), []
+        except (msgspec.ValidationError, ValueError, TypeError, OverflowError) as exc:
+            return None, [{"loc": loc, "msg": str(exc), "type": "value_error.msgspec"}]
+
+    return validate
+
+
+def parameter_target(annotation: Any, metadata: Iterable[Any], where: str) -> tuple[Any, bool]:
+    """The msgspec type and strictness for one parameter; TypeError when unsupported."""
+    target, strict = _constrain(annotation, metadata, where)
+    try:
+        msgspec.json.Decoder(type=target)
+    except TypeError as exc:
+        raise TypeError(f"{where}: msgspec cannot convert this type ({exc})") from exc
+    return target, strict
+
+
+@dataclass(frozen=True, slots=True)
+class ParamSpec:
+    """One path/query/header/cookie parameter as the direct tier extracts it."""
+
+    name: str
+    location: int
+    key: str
+    header_key: bytes
+    loc: tuple[str, str]
+    is_sequence: bool
+    required: bool
+    default: Any
+    convert: Converter
+
+
+_LOCATIONS = {"path": PARAM_PATH, "query": PARAM_QUERY, "header": PARAM_HEADER, "cookie": PARAM_COOKIE}
+_SEQUENCES = (list, set, frozenset, tuple)
+_GROUPS = ("path_params", "query_params", "header_params", "cookie_params")
+
+
+def _sequence_kind(annotation: Any) -> bool | None:
+    """False for a scalar, True for a flat sequence of scalars, None for anything else."""
+    inner = optional_inner(annotation)
+    if inner is not None:
+        annotation = inner
+    origin = get_origin(annotation)
+    if origin in _SEQUENCES:
+        args = [a for a in get_args(annotation) if a is not Ellipsis]
+        return True if all(_sequence_kind(strip_annotated(a)) is False for a in args) else None
+    if origin is Union or isinstance(annotation, type) and issubclass(annotation, _SEQUENCES):
+        return None
+    return False
+
+
+def prepare_dependant(dependant: Any) -> None:
+    """Give every msgspec-convertible parameter of a FastAPI Dependant our converter.
+
+    FastAPI keeps extracting the values (aliases, defaults, repeated keys); only the
+    validation changes. Pydantic-typed parameters stay FastAPI's.
+    """
+    for group in _GROUPS:
+        for field in getattr(dependant, group):
+            if getattr(field, "msgspec_schema", None) is not None:
+                continue
+            info = field.field_info
+            if mentions_pydantic(info.annotation):
+                continue
+            where = f"parameter {field.name!r}"
+            target, strict = parameter_target(info.annotation, info.metadata, where)
+            field.validate = make_converter(target, strict)
+            field.msgspec_schema = msgspec.json.schema(target)
+    for dependency in dependant.dependencies:
+        prepare_dependant(dependency)
+
+
+def direct_param_specs(dependant: Any) -> tuple[ParamSpec, ...] | None:
+    """The direct tier's view of a prepared Dependant's own parameters, or None.
+
+    None means some parameter needs FastAPI's extraction (alias choices, parameter
+    models, Json, nested containers), so the route stays on the delegated tier.
+    """
+    specs = []
+    for group in _GROUPS:
+        for field in getattr(dependant, group):
+            info = field.field_info
+            if getattr(field, "msgspec_schema", None) is None:
+                return None
+            if info.validation_alias is not None and not isinstance(info.validation_alias, str):
+                return None
+            if any(type(m).__name__ == "Json" for m in info.metadata):
+                return None
+            is_sequence = _sequence_kind(strip_annotated(info.annotation))
+            if is_sequence is None:
+                return None
+            location = _LOCATIONS[info.in_.value]
+            key = getattr(field, "validation_alias", None) or field.alias
+            specs.append(
+                ParamSpec(
+                    name=field.name,
+                    location=location,
+                    key=key,
+                    header_key=key.lower().encode("latin-1"),
+                    loc=(info.in_.value, key),
+                    is_sequence=is_sequence and location in (PARAM_QUERY, PARAM_HEADER),
+                    required=info.is_required(),
+                    default=None if info.is_required() else field.default,
+                    convert=field.validate,
+                )
+            )
+    return tuple(specs)

@@ -1,0 +1,108 @@
+"""Objects both request-path twins import, so that each exists exactly once.
+
+Nothing here runs per request except the small constructors of errors and responses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import HTTPException
+from fastapi.exceptions import RequestValidationError, ResponseValidationError
+from starlette.background import BackgroundTask
+from starlette.requests import ClientDisconnect
+from starlette.responses import Response
+
+JSON_CONTENT_TYPE = (b"content-type", b"application/json")
+CONTENT_LENGTH = b"content-length"
+
+UNSUPPORTED_MEDIA_TYPE_DETAIL = "Expected a JSON request body"
+NESTED_TOO_DEEPLY_DETAIL = "JSON body is nested too deeply"
+MALFORMED_PREFIX = "Malformed JSON body: "
+
+# Statuses that never carry a body or a content-length (RFC 9110 §6.4.1).
+BODYLESS_STATUSES = frozenset({204, 205, 304})
+
+
+class Missing:
+    """The marker for 'no default': a body parameter without one is required."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING = Missing()
+
+# Option codes the plan hands to the twins; small ints compare fast in compiled code.
+OUTPUT_UNTYPED = 0
+OUTPUT_TRUSTED = 1
+OUTPUT_VALIDATE = 2
+
+CONTAINER_NONE = 0
+CONTAINER_LIST = 1
+CONTAINER_DICT = 2
+CONTAINER_OPTIONAL = 3
+CONTAINER_TUPLE = 4
+
+PARAM_PATH = 0
+PARAM_QUERY = 1
+PARAM_HEADER = 2
+PARAM_COOKIE = 3
+
+
+def unsupported_media_type() -> HTTPException:
+    return HTTPException(415, UNSUPPORTED_MEDIA_TYPE_DETAIL)
+
+
+def malformed_json(exc: BaseException) -> HTTPException:
+    return HTTPException(400, MALFORMED_PREFIX + str(exc))
+
+
+def nested_too_deeply() -> HTTPException:
+    return HTTPException(400, NESTED_TOO_DEEPLY_DETAIL)
+
+
+def body_missing() -> RequestValidationError:
+    return RequestValidationError([{"loc": ("body",), "msg": "Field required", "type": "missing"}])
+
+
+def body_invalid(exc: BaseException) -> RequestValidationError:
+    return RequestValidationError(
+        [{"loc": ("body",), "msg": str(exc), "type": "value_error.msgspec"}]
+    )
+
+
+def response_invalid(exc: BaseException, body: Any) -> ResponseValidationError:
+    return ResponseValidationError(
+        [{"loc": ("response",), "msg": str(exc), "type": "value_error.msgspec"}], body=body
+    )
+
+
+class PreparedResponse(Response):
+    """A response whose body and raw headers are already final bytes.
+
+    Built by the request path for the delegated tier, where FastAPI expects a Response
+    object; skips Starlette's header rendering because the plan prepared the headers.
+    """
+
+    def __init__(
+        self,
+        body: bytes,
+        status_code: int,
+        raw_headers: list[tuple[bytes, bytes]],
+        background: BackgroundTask | None = None,
+    ) -> None:
+        self.body = body
+        self.status_code = status_code
+        self.raw_headers = raw_headers
+        self.background = background
+
+
+__all__ = [
+    "ClientDisconnect",
+    "HTTPException",
+    "RequestValidationError",
+    "ResponseValidationError",
+]

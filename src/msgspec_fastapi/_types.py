@@ -1,0 +1,118 @@
+"""Questions asked of type annotations at registration time."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import Callable
+from functools import partial
+from types import NoneType, UnionType
+from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
+
+import msgspec
+from pydantic import BaseModel
+from starlette.responses import Response
+from typing_extensions import is_typeddict
+
+EMPTY = inspect.Parameter.empty
+
+
+def strip_annotated(annotation: Any) -> Any:
+    """The type inside `Annotated[...]`, or the annotation itself."""
+    return get_args(annotation)[0] if get_origin(annotation) is Annotated else annotation
+
+
+def annotated_metadata(annotation: Any) -> tuple[Any, ...]:
+    """The metadata of `Annotated[T, ...]`, or nothing."""
+    return get_args(annotation)[1:] if get_origin(annotation) is Annotated else ()
+
+
+def is_struct_class(value: Any) -> bool:
+    return isinstance(value, type) and issubclass(value, msgspec.Struct)
+
+
+def is_record_type(annotation: Any) -> bool:
+    """A type that decodes from a JSON object with named fields."""
+    bare = strip_annotated(annotation)
+    value = get_origin(bare) or bare
+    if not isinstance(value, type):
+        return False
+    return (
+        issubclass(value, msgspec.Struct)
+        or is_typeddict(value)
+        or dataclasses.is_dataclass(value)
+        or (issubclass(value, tuple) and hasattr(value, "_fields"))
+    )
+
+
+def mentions(annotation: Any, test: Callable[[Any], bool]) -> bool:
+    """Whether `test` holds for the annotation or any type nested in it."""
+    bare = strip_annotated(annotation)
+    if test(bare) or test(get_origin(bare)):
+        return True
+    return any(mentions(arg, test) for arg in get_args(bare) if arg is not Ellipsis)
+
+
+def mentions_struct(annotation: Any) -> bool:
+    return mentions(annotation, is_struct_class)
+
+
+def mentions_pydantic(annotation: Any) -> bool:
+    return mentions(annotation, lambda t: isinstance(t, type) and issubclass(t, BaseModel))
+
+
+def is_body_shaped(annotation: Any) -> bool:
+    """Types FastAPI would not read from the query string: records and containers."""
+    bare = strip_annotated(annotation)
+    if is_record_type(bare):
+        return True
+    if get_origin(bare) in (list, dict, tuple, set, frozenset):
+        return True
+    return any(is_body_shaped(arg) for arg in get_args(bare) if arg is not Ellipsis)
+
+
+def is_response_class(annotation: Any) -> bool:
+    bare = strip_annotated(annotation)
+    return isinstance(bare, type) and issubclass(bare, Response)
+
+
+def is_msgspec_json_type(annotation: Any) -> bool:
+    """A type msgspec can both decode from JSON and describe with a JSON schema."""
+    if annotation is EMPTY or annotation is None or annotation is NoneType:
+        return False
+    if mentions_pydantic(annotation) or is_response_class(annotation):
+        return False
+    try:
+        msgspec.json.Decoder(type=annotation)
+        msgspec.json.schema(annotation)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def optional_inner(annotation: Any) -> Any | None:
+    """`T` for `T | None` (either spelling), else None."""
+    if get_origin(annotation) in (Union, UnionType):
+        args = get_args(annotation)
+        if len(args) == 2 and NoneType in args:
+            return args[0] if args[1] is NoneType else args[1]
+    return None
+
+
+def endpoint_hints(endpoint: Callable[..., Any]) -> dict[str, Any]:
+    """Resolved annotations of an endpoint, through partials and callable objects."""
+    target: Any = endpoint
+    while isinstance(target, partial):
+        target = target.func
+    if not (inspect.isfunction(target) or inspect.ismethod(target)):
+        target = target.__call__
+    return get_type_hints(target, include_extras=True)
+
+
+def is_coroutine_endpoint(endpoint: Callable[..., Any]) -> bool:
+    target: Any = endpoint
+    while isinstance(target, partial):
+        target = target.func
+    return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(
+        getattr(target, "__call__", None)
+    )

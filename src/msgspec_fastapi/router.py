@@ -1,0 +1,205 @@
+"""`MsgspecRouter` and its route class: where FastAPI meets the request path.
+
+Adding a route analyses the endpoint once (`_plan.analyze_endpoint`) and registers a
+thin wrapper with FastAPI, so that dependencies, security, overrides and background
+tasks stay FastAPI's. Building a route's handler (once per place the route is included)
+turns that analysis into a `RoutePlan` and a request-path runtime, and decides the tier:
+routes with nothing for FastAPI to solve get the runtime as their whole ASGI app.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Coroutine
+from functools import wraps
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.datastructures import DefaultPlaceholder
+from fastapi.routing import APIRoute
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from . import _compat
+from ._impl import RouteRuntime
+from ._openapi import merge_components, route_openapi
+from ._params import direct_param_specs, prepare_dependant
+from ._plan import DirectPlan, EndpointSpec, RoutePlan, analyze_endpoint
+from ._shared import RequestValidationError
+from .responses import MsgspecJSONResponse
+
+# Where the delegated tier leaves (runtime, decoded body) for the endpoint wrapper.
+_SCOPE_KEY = "msgspec_fastapi"
+_SPEC_ATTR = "__msgspec_spec__"
+_DIRECT_ATTR = "_msgspec_direct_app"
+
+
+def _resolve(value: Any) -> Any:
+    return value.value if isinstance(value, DefaultPlaceholder) else value
+
+
+def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..., Any]:
+    """The endpoint FastAPI sees on the delegated tier."""
+    endpoint = spec.endpoint
+    is_coroutine = spec.is_coroutine
+    body_name = spec.body.name if spec.body is not None else None
+    request_name, response_name = spec.request_name, spec.response_name
+    pop_request, pop_response = spec.injected_request, spec.injected_response
+    handles_output = spec.output is not None
+
+    @wraps(endpoint)
+    async def wrapper(**values: Any) -> Any:
+        request = values.pop(request_name) if pop_request else values[request_name]
+        sub_response = values.pop(response_name) if pop_response else values[response_name]
+        runtime, body = request.scope[_SCOPE_KEY]
+        if body_name is not None:
+            if type(body) is RequestValidationError:
+                raise body
+            values[body_name] = body
+        if is_coroutine:
+            result = await endpoint(**values)
+        else:
+            result = await run_in_threadpool(endpoint, **values)
+        if not handles_output or isinstance(result, Response):
+            return result
+        return runtime.respond(result, sub_response.status_code, sub_response.raw_headers)
+
+    wrapper.__signature__ = exposed  # type: ignore[attr-defined]
+    setattr(wrapper, _SPEC_ATTR, spec)
+    return wrapper
+
+
+def _direct_plan(spec: EndpointSpec, target: Any) -> DirectPlan | None:
+    """The direct tier's plan when FastAPI has nothing to solve for this route."""
+    dependant = target.dependant
+    if spec.output is None or not (spec.injected_request and spec.injected_response):
+        return None
+    if dependant.dependencies or dependant.body_params:
+        return None
+    special = (
+        dependant.websocket_param_name,
+        dependant.http_connection_param_name,
+        dependant.background_tasks_param_name,
+        dependant.security_scopes_param_name,
+    )
+    if any(name is not None for name in special):
+        return None
+    params = direct_param_specs(dependant)
+    if params is None:
+        return None
+    body_name = spec.body.name if spec.body is not None else None
+    return DirectPlan(spec.endpoint, spec.is_coroutine, params, body_name)
+
+
+class MsgspecRoute(APIRoute):
+    """An APIRoute whose body and response go through the msgspec request path."""
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, endpoint, **kwargs)
+        direct = getattr(self, _DIRECT_ATTR, None)
+        if direct is not None:
+            self.app = direct
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        context = _compat.building_context()
+        target: Any = context if context is not None and context.original_route is self else self
+        prepare_dependant(target.dependant)
+        spec: EndpointSpec | None = getattr(self.endpoint, _SPEC_ATTR, None)
+        handler = super().get_route_handler()
+        if spec is None:
+            return handler
+        if spec.body is not None and target.body_field is not None:
+            raise TypeError(
+                f"{spec.endpoint.__name__}(): other FastAPI body fields cannot be combined "
+                "with a msgspec body"
+            )
+        plan = RoutePlan(
+            body=spec.body,
+            output=spec.output,
+            strict_content_type=bool(_resolve(target.strict_content_type)),
+            status_code=target.status_code or 200,
+            direct=_direct_plan(spec, target),
+        )
+        runtime = RouteRuntime(plan)
+        direct = None
+        if plan.direct is not None:
+            direct = _compat.wrap_body_limit(runtime, getattr(target, "max_body_size", None))
+        setattr(target, _DIRECT_ATTR, direct)
+        if spec.body is None:
+
+            async def handle(request: Request) -> Response:
+                request.scope[_SCOPE_KEY] = (runtime, None)
+                return await handler(request)
+
+            return handle
+
+        async def handle_with_body(request: Request) -> Response:
+            # 415 and 400 are sent here, before any dependency runs.
+            body = runtime.parse_body(request.scope, await request.body())
+            request.scope[_SCOPE_KEY] = (runtime, body)
+            return await handler(request)
+
+        return handle_with_body
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        context = _compat.matched_context(scope)
+        if context is not None and context.original_route is self:
+            direct = getattr(context, _DIRECT_ATTR, None)
+            if direct is not None and scope["method"] in context.methods:
+                await direct(scope, receive, send)
+                return
+        await super().handle(scope, receive, send)
+
+    @property
+    def tier(self) -> str:
+        """"direct" or "delegated", for the route as added (not as included)."""
+        return "direct" if getattr(self, _DIRECT_ATTR, None) is not None else "delegated"
+
+
+class MsgspecRouter(APIRouter):
+    """An APIRouter that decodes bodies and encodes responses with msgspec."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("route_class", MsgspecRoute)
+        kwargs.setdefault("default_response_class", MsgspecJSONResponse)
+        if not issubclass(kwargs["route_class"], MsgspecRoute):
+            raise TypeError("route_class must be MsgspecRoute or a subclass of it")
+        super().__init__(*args, **kwargs)
+        self.msgspec_components: dict[str, Any] = {}
+
+    def include_router(self, router: APIRouter, *args: Any, **kwargs: Any) -> None:
+        if isinstance(router, MsgspecRouter):
+            merge_components(self.msgspec_components, router.msgspec_components)
+        super().include_router(router, *args, **kwargs)
+
+    def add_api_route(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        override = kwargs.get("route_class_override")
+        if override is not None and not issubclass(override, MsgspecRoute):
+            raise TypeError("route_class_override must be MsgspecRoute or a subclass of it")
+        if getattr(endpoint, _SPEC_ATTR, None) is not None:
+            # Already analysed: a route copied from another MsgspecRouter.
+            super().add_api_route(path, endpoint, **kwargs)
+            return
+        response_class = kwargs.get("response_class")
+        if response_class is None or isinstance(response_class, DefaultPlaceholder):
+            response_class = _resolve(self.default_response_class)
+        untyped_allowed = response_class is MsgspecJSONResponse
+        spec, exposed = analyze_endpoint(endpoint, kwargs, untyped_allowed)
+        if spec is None:
+            super().add_api_route(path, endpoint, **kwargs)
+            return
+        components = route_openapi(spec, kwargs)
+        if spec.output is not None:
+            kwargs["response_model"] = None
+            kwargs["response_class"] = MsgspecJSONResponse
+        merged = dict(self.msgspec_components)
+        merge_components(merged, components)
+        count = len(self.routes)
+        try:
+            super().add_api_route(path, _make_wrapper(spec, exposed), **kwargs)
+        except Exception:
+            del self.routes[count:]
+            raise
+        self.msgspec_components = merged
