@@ -49,7 +49,6 @@ from ._shared import (
     MISSING,
     OUTPUT_TRUSTED,
     OUTPUT_UNTYPED,
-    PARAM_COOKIE,
     PARAM_HEADER,
     PARAM_PATH,
     PARAM_QUERY,
@@ -229,7 +228,9 @@ class RouteRuntime:
                 raw = scope["path_params"].get(spec.key)
             elif location == PARAM_QUERY:
                 if query is None:
-                    query = parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)
+                    query = parse_qsl(
+                        scope["query_string"].decode("latin-1"), keep_blank_values=True
+                    )
                 raw = pick(query, spec.key, spec.is_sequence, last=True)
             elif location == PARAM_HEADER:
                 raw = pick_header(scope["headers"], spec.header_key, spec.is_sequence)

@@ -71,9 +71,7 @@ def route_openapi(spec: EndpointSpec, options: dict[str, Any]) -> dict[str, Any]
         code = options.get("status_code") or 200
         key = str(code) if str(code) in responses else code
         entry = responses.setdefault(key, {})
-        entry.setdefault(
-            "description", options.get("response_description", "Successful Response")
-        )
+        entry.setdefault("description", options.get("response_description", "Successful Response"))
         entry.setdefault("content", {})["application/json"] = {
             "schema": _schema(output.output_type, components)
         }

@@ -85,7 +85,7 @@ def _constrain(annotation: Any, metadata: Iterable[Any], where: str) -> tuple[An
         return annotation, strict
     inner = optional_inner(annotation)
     if inner is not None:
-        return Union[Annotated[(inner, *metas)], None], strict
+        return Annotated[(inner, *metas)] | None, strict
     return Annotated[(annotation, *metas)], strict
 
 
@@ -109,8 +109,10 @@ def _string_normalizer(annotation: Any) -> Callable[[Any], Any] | None:
         items = [_string_normalizer(a) for a in args]
         if not any(items):
             return None
-        if origin is tuple and len(get_args(annotation)) > 1 and Ellipsis not in get_args(
-            annotation
+        if (
+            origin is tuple
+            and len(get_args(annotation)) > 1
+            and Ellipsis not in get_args(annotation)
         ):
 
             def each_position(value: Any) -> Any:
@@ -191,7 +193,12 @@ class ParamSpec:
     convert: Converter
 
 
-_LOCATIONS = {"path": PARAM_PATH, "query": PARAM_QUERY, "header": PARAM_HEADER, "cookie": PARAM_COOKIE}
+_LOCATIONS = {
+    "path": PARAM_PATH,
+    "query": PARAM_QUERY,
+    "header": PARAM_HEADER,
+    "cookie": PARAM_COOKIE,
+}
 _SEQUENCES = (list, set, frozenset, tuple)
 _GROUPS = ("path_params", "query_params", "header_params", "cookie_params")
 
@@ -205,7 +212,7 @@ def _sequence_kind(annotation: Any) -> bool | None:
     if origin in _SEQUENCES:
         args = [a for a in get_args(annotation) if a is not Ellipsis]
         return True if all(_sequence_kind(strip_annotated(a)) is False for a in args) else None
-    if origin is Union or isinstance(annotation, type) and issubclass(annotation, _SEQUENCES):
+    if origin is Union or (isinstance(annotation, type) and issubclass(annotation, _SEQUENCES)):
         return None
     return False
 
