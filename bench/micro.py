@@ -70,9 +70,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--quick", action="store_true", help="smoke run: tiny batches, 2 rounds, no timing value"
+        "--quick",
+        action="store_true",
+        help="smoke run: tiny batches, 2 rounds, timings meaningless",
     )
-    parser.add_argument("--rounds", type=int, help="timed rounds (default 16, 2 with --quick)")
+    parser.add_argument("--rounds", type=int, help="timed rounds (default 24, 2 with --quick)")
     parser.add_argument(
         "--variants", type=_csv(VARIANTS), default=list(VARIANTS), help=",".join(VARIANTS)
     )
@@ -82,7 +84,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--cpu", type=int, help="CPU to pin every worker to (default: the last)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write all results here")
     parser.add_argument(
-        "--batch-seconds", type=float, help="target time of one timed batch (default 0.2)"
+        "--batch-seconds", type=float, help="target time of one timed batch (default 0.1)"
     )
     parser.add_argument(
         "--warmup-seconds", type=float, help="warm-up per route and variant (default 0.5)"
@@ -95,9 +97,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     args = parser.parse_args(argv)
     if args.rounds is None:
-        args.rounds = 2 if args.quick else 16
+        args.rounds = 2 if args.quick else 24
     if args.batch_seconds is None:
-        args.batch_seconds = 0.005 if args.quick else 0.2
+        # Short batches and many rounds: a burst from another process spoils few pairs, and
+        # the median of the per-round ratios drops them.
+        args.batch_seconds = 0.005 if args.quick else 0.1
     if args.warmup_seconds is None:
         args.warmup_seconds = 0.02 if args.quick else 0.5
     allowed = sorted(os.sched_getaffinity(0))
@@ -242,7 +246,8 @@ def print_table(
     )
     print(f"python {meta['python']}, {versions}; {meta['cpu_model']}", file=out)
     print(
-        "µs/req: median over rounds; vs x: median of per-round time ratios, lower is faster",
+        "µs/req: median over rounds; iqr: interquartile range of the rounds, % of the median;"
+        " vs x: median of the per-round time ratios to x, lower is faster",
         file=out,
     )
     for route, rows in summary.items():
@@ -389,6 +394,7 @@ def write_json(
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    started = time.perf_counter()
     # Keep the driver off the benchmark CPU when another one is free; it mostly sleeps anyway.
     others = set(os.sched_getaffinity(0)) - {args.cpu}
     if others:
@@ -418,6 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         "cpu_count": os.cpu_count(),
         **{name: _version(name) for name in VERSIONED},
     }
+    log(f"done in {time.perf_counter() - started:.0f} s")
     print_table(sys.stdout, summary, args, skipped, meta)
     if args.json:
         write_json(args, meta, summary, rounds, workers, skipped)

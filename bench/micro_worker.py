@@ -76,7 +76,8 @@ def _load_router_app(variant: str, peers: Path) -> tuple[Callable[..., Any], dic
     import micro_app_router
 
     info = {
-        "msgspec_fastapi": _version("msgspec-fastapi"),
+        "msgspec_fastapi": getattr(msgspec_fastapi, "__version__", None)
+        or _version("msgspec-fastapi"),
         "module": str(origin),
         "implementation": implementation,
     }
