@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from micro_cities import ROUTE_KEYS
+from micro_cities import ROUTE_KEYS, ROUTE_LABELS
 
 HERE = Path(__file__).resolve().parent
 PEERS = HERE / ".peers"
@@ -33,12 +33,6 @@ UPSTREAM_DIST = "msgspec-fastapi"
 UPSTREAM_VERSION = "0.0.4"
 
 VARIANTS = ("compiled", "pure", "upstream", "pydantic", "litestar", "floor")
-ROUTE_LABELS = {
-    "validate": "POST /cities/validate",
-    "list": "GET /cities?limit=100",
-    "search": "POST /cities/search",
-    "get": "GET /cities/{id}",
-}
 # cpu: the worker process's CPU time, which other processes sharing the core do not inflate
 # (much); wall: elapsed time, the same as CPU time on an otherwise idle core.
 CLOCKS = ("cpu", "wall")
