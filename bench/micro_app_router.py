@@ -17,6 +17,7 @@ from micro_cities import (
     Dataset,
     search,
 )
+
 from msgspec_fastapi import MsgspecRouter, install_openapi
 
 

@@ -240,7 +240,7 @@ def main() -> int:
         )
         reply({"status": "ready", "info": info, "fingerprint": bench.fingerprint()})
         serve(bench, sys.stdin, reply)
-    except Exception as exc:  # noqa: BLE001 - any failure must reach the driver as a message
+    except Exception as exc:
         traceback.print_exc()
         reply({"status": "error", "message": f"{type(exc).__name__}: {exc}"})
         return 1

@@ -21,7 +21,6 @@ from fastapi.routing import iter_route_contexts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import msgspec_fastapi
 from msgspec_fastapi import MsgspecRouter, _fastpath_py, router
 
 compiled = pytest.importorskip("msgspec_fastapi._fastpath")
@@ -138,7 +137,8 @@ def call(app: FastAPI, method: str, path: str, query: bytes, headers: list, chun
     try:
         asyncio.run(app(scope, receive, send))
     except Exception as exc:  # compared, not hidden: both twins must raise alike
-        return ("raised", type(exc).__name__, str(getattr(exc, "errors", lambda: exc)()))
+        errors = exc.errors() if hasattr(exc, "errors") else str(exc)
+        return ("raised", type(exc).__name__, repr(errors))
     return [(m.get("status"), m.get("headers"), m.get("body")) for m in sent]
 
 
@@ -173,10 +173,16 @@ content_types = st.sampled_from(
         b"multipart/form-data",
     ]
 )
-numbers = st.sampled_from(["1", "+5", "05", "1_0", "5.0", "x", "", "-3", "nan", "99999999999999999999"])
+numbers = st.sampled_from(["1", "+5", "05", "1_0", "5.0", "x", "", "-3", "nan", "9" * 25])
 paths = st.sampled_from(
-    ["/v1/cities/validate", "/v1/cities/search", "/v1/cities/{}", "/v1/list", "/v1/delegated/{}"]
-    + ["/v1/untyped"]
+    [
+        "/v1/cities/validate",
+        "/v1/cities/search",
+        "/v1/cities/{}",
+        "/v1/list",
+        "/v1/delegated/{}",
+        "/v1/untyped",
+    ]
 )
 
 
@@ -218,8 +224,3 @@ def test_twins_answer_every_request_identically(
     query = f"pick={pick}&page={number}".encode()
     request = (method, path.format(number), query, headers, split(body, cuts))
     assert call(PURE_APP, *request) == call(COMPILED_APP, *request)
-
-
-def test_compiled_twin_is_the_one_in_use_unless_pure_is_forced() -> None:
-    expected = "pure" if msgspec_fastapi._impl._PURE else "compiled"
-    assert msgspec_fastapi.IMPLEMENTATION == expected
