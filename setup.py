@@ -1,11 +1,85 @@
-"""Build the compiled request path; the pure twin ships either way."""
+"""Build the compiled request path (`_fastpath`); the pure twin ships either way.
 
-from Cython.Build import cythonize
+Two environment variables steer the build:
+
+- MSGSPEC_FASTAPI_NO_EXTENSIONS=1 skips compiling: a pure wheel, tagged py3-none-any.
+- MSGSPEC_FASTAPI_REQUIRE_EXTENSIONS=1 makes a failing C compiler fail the build. Every
+  published wheel is built with it, so a wheel can never come out pure by accident.
+
+Without either, a C compiler that fails (or is missing) gives a working pure install and a
+warning. That wheel keeps the interpreter's platform tag: the decision comes after the
+wheel's tag is fixed, and such a wheel is only ever built locally, by pip, from the sdist.
+"""
+
+import os
+import sys
+
 from setuptools import Extension, setup
+from setuptools.command.build import build
+from setuptools.command.build_ext import build_ext
+from setuptools.errors import CCompilerError, ExecError, PlatformError
 
-setup(
-    ext_modules=cythonize(
+NO_EXTENSIONS = os.environ.get("MSGSPEC_FASTAPI_NO_EXTENSIONS") == "1"
+REQUIRE_EXTENSIONS = os.environ.get("MSGSPEC_FASTAPI_REQUIRE_EXTENSIONS") == "1"
+
+if NO_EXTENSIONS and REQUIRE_EXTENSIONS:
+    sys.exit(
+        "msgspec-fastapi: MSGSPEC_FASTAPI_NO_EXTENSIONS=1 and "
+        "MSGSPEC_FASTAPI_REQUIRE_EXTENSIONS=1 contradict each other"
+    )
+
+
+def report(message):
+    print(f"msgspec-fastapi: {message}", file=sys.stderr, flush=True)
+
+
+def extensions():
+    if NO_EXTENSIONS:
+        return []
+    from Cython.Build import cythonize
+
+    return cythonize(
         [Extension("msgspec_fastapi._fastpath", ["src/msgspec_fastapi/_fastpath.pyx"])],
         compiler_directives={"language_level": "3"},
-    ),
+    )
+
+
+class OptionalBuildExt(build_ext):
+    """Compile `_fastpath`; when the C compiler fails, fall back to the pure twin.
+
+    Cython errors are not caught: they are bugs in the source, not a missing compiler.
+    """
+
+    def run(self):
+        try:
+            super().run()
+        except (CCompilerError, ExecError, PlatformError) as error:
+            if REQUIRE_EXTENSIONS:
+                report("the C compiler failed and MSGSPEC_FASTAPI_REQUIRE_EXTENSIONS=1")
+                raise
+            report(
+                f"WARNING: the C compiler failed ({error}). Installing without the "
+                "compiled request path: everything works, requests are slower. Install a "
+                "C compiler and reinstall to get it."
+            )
+            self.distribution.fastpath_mode = "pure Python only (the C compiler failed)"
+        else:
+            self.distribution.fastpath_mode = "compiled (_fastpath)"
+
+
+class BuildReportingMode(build):
+    """Say which request path the build produced, as its last line."""
+
+    def run(self):
+        super().run()
+        if NO_EXTENSIONS:
+            mode = "pure Python only (MSGSPEC_FASTAPI_NO_EXTENSIONS=1)"
+        else:
+            mode = self.distribution.fastpath_mode
+        report(f"request path built: {mode}")
+
+
+setup(
+    ext_modules=extensions(),
+    cmdclass={"build": BuildReportingMode, "build_ext": OptionalBuildExt},
 )
