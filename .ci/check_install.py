@@ -1,0 +1,85 @@
+"""Check an installed msgspec-fastapi from outside its source tree.
+
+Run it from a folder that holds copies of `tests/` and `pyproject.toml` and nothing of
+`src/`, so that only the installed package can be imported (`make wheel-test` and
+cibuildwheel's test step both do so):
+
+    python check_install.py compiled   # a wheel: compiled, then the suite in both modes
+    python check_install.py pure       # an install without the extension: the suite once
+
+It fails when the package is imported from anywhere but site-packages, when the request
+path in use is not the expected one, or when a test run fails (or collects no test).
+Extra arguments after `--` go to pytest. Windows, macOS and Linux alike: no shell needed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PROBE = (
+    "import msgspec_fastapi\n"
+    "print(msgspec_fastapi.IMPLEMENTATION)\n"
+    "print(msgspec_fastapi.__file__)\n"
+)
+
+
+def clean_environment() -> dict[str, str]:
+    env = dict(os.environ)
+    for name in ("MSGSPEC_FASTAPI_PURE", "MSGSPEC_FASTAPI_EXPECT"):
+        env.pop(name, None)
+    return env
+
+
+def probe(env: dict[str, str]) -> tuple[str, Path]:
+    """Import the package in a fresh interpreter; return its request path and location."""
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE], env=env, check=True, capture_output=True, text=True
+    )
+    implementation, location = result.stdout.split()
+    return implementation, Path(location)
+
+
+def expect_implementation(expected: str, env: dict[str, str]) -> None:
+    implementation, location = probe(env)
+    print(f"check_install: IMPLEMENTATION == {implementation!r}, imported from {location}")
+    if location.parent.parent.name != "site-packages":
+        sys.exit(f"check_install: {location} is not in site-packages")
+    if implementation != expected:
+        sys.exit(f"check_install: expected IMPLEMENTATION {expected!r}, got {implementation!r}")
+
+
+def run_suite(expected: str, env: dict[str, str], pytest_args: list[str]) -> None:
+    env = {**env, "MSGSPEC_FASTAPI_EXPECT": expected}
+    forced = " with MSGSPEC_FASTAPI_PURE=1" if env.get("MSGSPEC_FASTAPI_PURE") else ""
+    print(f"check_install: the test suite, expecting {expected!r}{forced}", flush=True)
+    status = subprocess.run([sys.executable, "-m", "pytest", *pytest_args], env=env).returncode
+    if status != 0:
+        sys.exit(f"check_install: pytest exited with {status} expecting {expected!r}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("expected", choices=["compiled", "pure"])
+    parser.add_argument("pytest_args", nargs="*", help="after --, passed to pytest")
+    args = parser.parse_args()
+    pytest_args = args.pytest_args or ["-q", "-p", "no:cacheprovider"]
+
+    if not Path("tests").is_dir() or Path("src").exists():
+        sys.exit("check_install: run me from a folder with a copy of tests/ and no src/")
+
+    env = clean_environment()
+    expect_implementation(args.expected, env)
+    run_suite(args.expected, env, pytest_args)
+    if args.expected == "compiled":
+        pure_env = {**env, "MSGSPEC_FASTAPI_PURE": "1"}
+        expect_implementation("pure", pure_env)
+        run_suite("pure", pure_env, pytest_args)
+    print(f"check_install: the installed package passed as {args.expected!r}")
+
+
+if __name__ == "__main__":
+    main()

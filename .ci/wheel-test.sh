@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# `make wheel-test`: install what `make wheel` built into a fresh virtual environment and
+# test it from a temporary folder where the source tree cannot be imported.
+#   1. the repaired wheel: IMPLEMENTATION == "compiled", the suite in both modes;
+#   2. the sdist with a C compiler that fails: a working pure install, with a warning;
+#   3. the sdist with that compiler and MSGSPEC_FASTAPI_REQUIRE_EXTENSIONS=1: no wheel;
+#   4. the sdist with MSGSPEC_FASTAPI_NO_EXTENSIONS=1: a py3-none-any wheel.
+set -euo pipefail
+
+python=${PYTHON:-python3}
+venv=${WHEEL_TEST_VENV:-.venv-wheel-test}
+read -r -a pytest_args <<< "${PYTEST_ARGS:--q}"
+
+fail() { echo "wheel-test: $*" >&2; exit 1; }
+
+shopt -s nullglob
+wheels=(wheelhouse/*.whl)
+sdists=(dist/*.tar.gz)
+[ "${#wheels[@]}" -eq 1 ] || fail "expected one wheel in wheelhouse/ (run make wheel)"
+[ "${#sdists[@]}" -eq 1 ] || fail "expected one sdist in dist/ (run make wheel)"
+wheel=$PWD/${wheels[0]}
+sdist=$PWD/${sdists[0]}
+case $wheel in *manylinux*) ;; *) fail "$wheel is not a repaired manylinux wheel" ;; esac
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir "$work/.ci"
+cp -r tests pyproject.toml "$work/"
+cp .ci/check_install.py "$work/.ci/"
+
+rm -rf "$venv"
+"$python" -m venv "$venv"
+vpy=$PWD/$venv/bin/python
+"$vpy" -m pip install -q --upgrade pip
+
+echo "== wheel-test 1: $(basename "$wheel")"
+"$vpy" -m pip install -q "$wheel[test]"
+(cd "$work" && "$vpy" .ci/check_install.py compiled -- "${pytest_args[@]}")
+
+echo "== wheel-test 2: $(basename "$sdist") with CC=false"
+"$vpy" -m pip uninstall -q -y msgspec-fastapi
+log=$work/sdist-install.log
+if ! CC=false "$vpy" -m pip install -v --no-binary msgspec-fastapi --no-cache-dir "$sdist" \
+        > "$log" 2>&1; then
+    cat "$log"
+    fail "the sdist did not install without a working compiler"
+fi
+grep "msgspec-fastapi: WARNING: the C compiler failed" "$log" || fail "no warning given"
+grep "msgspec-fastapi: request path built: pure" "$log" || fail "the build did not say pure"
+(cd "$work" && "$vpy" .ci/check_install.py pure -- "${pytest_args[@]}")
+
+echo "== wheel-test 3: CC=false and MSGSPEC_FASTAPI_REQUIRE_EXTENSIONS=1 must fail"
+log=$work/sdist-required.log
+if CC=false MSGSPEC_FASTAPI_REQUIRE_EXTENSIONS=1 "$vpy" -m pip wheel -v --no-deps \
+        --no-cache-dir --wheel-dir "$work/required" "$sdist" > "$log" 2>&1; then
+    fail "a wheel came out of a failing compiler with MSGSPEC_FASTAPI_REQUIRE_EXTENSIONS=1"
+fi
+grep "the C compiler failed and MSGSPEC_FASTAPI_REQUIRE_EXTENSIONS=1" "$log"
+
+echo "== wheel-test 4: MSGSPEC_FASTAPI_NO_EXTENSIONS=1 gives a pure wheel"
+MSGSPEC_FASTAPI_NO_EXTENSIONS=1 "$vpy" -m pip wheel -q --no-deps --no-cache-dir \
+    --wheel-dir "$work/noext" "$sdist"
+pure_wheels=("$work"/noext/*-py3-none-any.whl)
+[ "${#pure_wheels[@]}" -eq 1 ] || fail "no py3-none-any wheel: $(ls "$work/noext")"
+echo "$(basename "${pure_wheels[0]}")"
+
+echo "wheel-test: all passed"
