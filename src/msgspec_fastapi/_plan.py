@@ -245,7 +245,10 @@ def _output_plan(
             if options.get(option):
                 raise TypeError(f"{where}: {option} is not supported for msgspec responses")
         if options.get("response_model_by_alias", True) is False:
-            raise TypeError(f"{where}: msgspec responses always use the encoded field names")
+            raise TypeError(
+                f"{where}: response_model_by_alias=False is not supported, msgspec "
+                "responses always use the encoded field names"
+            )
         if options.get("status_code") in (204, 205, 304):
             raise TypeError(f"{where}: status code {options['status_code']} has no body")
         if not untyped_allowed:
