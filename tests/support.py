@@ -1,0 +1,30 @@
+"""Helpers for building small apps in tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, FastAPI
+from fastapi.testclient import TestClient
+
+
+def client_for(*routers: APIRouter, raise_server_exceptions: bool = True, **app_options: Any):
+    """A TestClient for a new app that includes `routers` (without prefixes)."""
+    app = FastAPI(**app_options)
+    for router in routers:
+        app.include_router(router)
+    return TestClient(app, raise_server_exceptions=raise_server_exceptions)
+
+
+def assert_validation_error_shape(payload: Any, first_loc: str) -> None:
+    """FastAPI's 422 shape: {"detail": [{"loc": [...], "msg": str, "type": str}, ...]}."""
+    assert isinstance(payload, dict)
+    assert list(payload) == ["detail"]
+    errors = payload["detail"]
+    assert isinstance(errors, list)
+    assert errors
+    for error in errors:
+        assert isinstance(error["loc"], list)
+        assert error["loc"][0] == first_loc
+        assert isinstance(error["msg"], str)
+        assert isinstance(error["type"], str)
