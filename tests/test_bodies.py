@@ -5,6 +5,7 @@ the delegated tier (see conftest.py).
 """
 
 import dataclasses
+import functools
 import threading
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -61,7 +62,7 @@ def deeply_nested(depth: int) -> bytes:
     return b"[" * depth + b"]" * depth
 
 
-# -- decoding into msgspec types ---------------------------------------------------------
+# -- decoding into msgspec types ----------------------------------------------------------------
 
 
 def test_struct_body_is_decoded_into_an_instance_of_the_struct(router: MsgspecRouter) -> None:
@@ -190,7 +191,7 @@ def test_explicit_body_marker_makes_a_scalar_a_json_body(router: MsgspecRouter) 
     assert client.post("/double", json="21").status_code == 422
 
 
-# -- Body(embed=True, alias=..., default=...) --------------------------------------------
+# -- Body(embed=True, alias=..., default=...) ---------------------------------------------------
 
 
 def test_embedded_body_is_read_from_a_key_named_after_the_parameter(
@@ -253,7 +254,7 @@ def test_mutable_body_default_is_not_shared_between_requests(router: MsgspecRout
     assert client.post("/items").json() == [1, 2]
 
 
-# -- strict mode -------------------------------------------------------------------------
+# -- strict mode --------------------------------------------------------------------------------
 
 
 def test_string_is_not_accepted_for_int_field_in_strict_body(router: MsgspecRouter) -> None:
@@ -290,7 +291,7 @@ def test_int_is_accepted_for_float_field_in_strict_body(router: MsgspecRouter) -
     assert client_for(router).post("/value", json={"value": 2}).json() == 4.0
 
 
-# -- content types -------------------------------------------------------------------------
+# -- content types ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -445,7 +446,7 @@ def test_non_json_content_type_is_rejected_even_when_not_strict(router: MsgspecR
     assert response.status_code == 415
 
 
-# -- malformed, too deep, missing, invalid --------------------------------------------------
+# -- malformed, too deep, missing, invalid ------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -567,7 +568,7 @@ def test_null_body_is_invalid_for_a_required_struct(router: MsgspecRouter) -> No
     assert response.status_code == 422
 
 
-# -- ordering against dependencies -----------------------------------------------------------
+# -- ordering against dependencies --------------------------------------------------------------
 
 
 def counting_app(*, failing_auth: bool = False) -> tuple[TestClient, list[str]]:
@@ -667,7 +668,7 @@ def test_valid_body_behind_a_dependency_reaches_the_endpoint() -> None:
     assert runs == ["dependency"]
 
 
-# -- sync and async endpoints ----------------------------------------------------------------
+# -- sync and async endpoints -------------------------------------------------------------------
 
 
 def test_sync_endpoint_receives_the_decoded_body(router: MsgspecRouter) -> None:
@@ -698,7 +699,7 @@ def test_sync_endpoint_runs_outside_the_event_loop_thread(router: MsgspecRouter)
     assert threads["sync"] != threads["async"]
 
 
-# -- registration ------------------------------------------------------------------------------
+# -- registration -------------------------------------------------------------------------------
 
 
 def test_two_msgspec_body_parameters_are_rejected_at_registration() -> None:
@@ -738,3 +739,37 @@ def test_struct_as_form_or_file_parameter_is_rejected_naming_it(marker: Any) -> 
 
         @router.post("/form")
         async def form(upload: Annotated[City, marker()]) -> None: ...
+
+
+# -- endpoints that are not plain functions -----------------------------------------------------
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    async def __call__(self, city: City) -> City:
+        self.seen.append(city.name)
+        return city
+
+
+def test_callable_object_endpoint_receives_the_body(router: MsgspecRouter) -> None:
+    counter = Counter()
+    router.add_api_route("/cities", counter, methods=["POST"])
+
+    response = client_for(router).post("/cities", json=CITY)
+
+    assert response.json() == CITY
+    assert counter.seen == ["Oslo"]
+
+
+def test_partial_endpoint_receives_the_body(router: MsgspecRouter) -> None:
+    def create(prefix: str, city: City) -> City:
+        return msgspec.structs.replace(city, name=prefix + city.name)
+
+    router.add_api_route("/cities", functools.partial(create, "Big "), methods=["POST"])
+
+    response = client_for(router).post("/cities", json=CITY)
+
+    assert response.json() == {"name": "Big Oslo", "population": 700000}
+    assert client_for(router).post("/cities", json={"name": "x"}).status_code == 422

@@ -603,3 +603,11 @@ def test_struct_in_a_container_as_form_or_file_is_rejected_naming_it(marker: Any
         @router.post("/form")
         async def form(uploads: Annotated[list[City], marker()]):
             return {}
+
+
+def test_path_parameter_with_a_starlette_convertor_is_converted(router: MsgspecRouter) -> None:
+    @router.get("/items/{item_id:int}")
+    async def item(item_id: int):
+        return {"item_id": item_id}
+
+    assert client_for(router).get("/items/42").json() == {"item_id": 42}

@@ -7,7 +7,7 @@ import datetime
 import decimal
 import math
 import uuid
-from typing import Annotated, Any
+from typing import Annotated, Any, Generic, TypeVar
 
 import msgspec
 import pydantic
@@ -18,7 +18,9 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from fastapi.testclient import TestClient
 from support import client_for
 
-from msgspec_fastapi import MsgspecRouter
+from msgspec_fastapi import MsgspecJSONResponse, MsgspecRouter
+
+T = TypeVar("T")
 
 
 class City(msgspec.Struct):
@@ -54,7 +56,7 @@ class Person(pydantic.BaseModel):
 OSLO = {"name": "Oslo", "population": 700000}
 
 
-# -- typed responses ---------------------------------------------------------------------
+# -- typed responses ----------------------------------------------------------------------------
 
 
 def test_return_annotation_struct_is_encoded_with_msgspec(router: MsgspecRouter) -> None:
@@ -222,7 +224,7 @@ def test_scalar_response_type_is_validated(router: MsgspecRouter) -> None:
     assert response.status_code == 500
 
 
-# -- non-finite numbers -----------------------------------------------------------------
+# -- non-finite numbers -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf], ids=["nan", "inf", "-inf"])
@@ -309,7 +311,7 @@ def test_finite_decimal_is_encoded_as_a_string(router: MsgspecRouter) -> None:
     assert client_for(router).get("/price").json() == {"amount": "1.10"}
 
 
-# -- untyped responses --------------------------------------------------------------------
+# -- untyped responses --------------------------------------------------------------------------
 
 
 def test_route_without_annotation_is_encoded_with_msgspec(router: MsgspecRouter) -> None:
@@ -376,7 +378,7 @@ def test_untyped_route_returning_an_unencodable_value_is_an_error(router: Msgspe
     assert response.status_code == 500
 
 
-# -- returned Response objects, injected Response, status codes ----------------------------
+# -- returned Response objects, injected Response, status codes ---------------------------------
 
 
 def test_returned_response_is_passed_through_untouched(router: MsgspecRouter) -> None:
@@ -489,7 +491,7 @@ def test_informational_status_sends_no_body_and_no_content_length(
     assert "content-length" not in response.headers
 
 
-# -- options rejected for typed responses -----------------------------------------------------
+# -- options rejected for typed responses -------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -533,7 +535,7 @@ def test_response_model_filtering_option_is_rejected_with_a_struct_response_mode
         router.add_api_route("/city", city, response_model=City, **option)
 
 
-# -- custom response classes -----------------------------------------------------------------
+# -- custom response classes --------------------------------------------------------------------
 
 
 def test_custom_response_class_is_kept_for_an_untyped_route() -> None:
@@ -679,7 +681,7 @@ def test_list_response_of_a_wrong_container_type_is_validated(router: MsgspecRou
     assert response.status_code == 500
 
 
-# -- background tasks attached to the injected objects ----------------------------------------
+# -- background tasks attached to the injected objects ------------------------------------------
 
 
 def test_background_task_runs_after_a_typed_response() -> None:
@@ -695,3 +697,88 @@ def test_background_task_runs_after_a_typed_response() -> None:
 
     assert response.json() == {"name": "Oslo", "population": 1}
     assert done == ["sent"]
+
+
+# -- what a trusted instance does not check -----------------------------------------------------
+
+
+class Country(msgspec.Struct):
+    name: str
+    capital: City
+
+
+class Page(msgspec.Struct, Generic[T]):
+    items: list[T]
+    total: int
+
+
+def test_nested_values_of_a_trusted_instance_are_not_checked(router: MsgspecRouter) -> None:
+    @router.get("/country")
+    async def country() -> Country:
+        return Country(name="Norway", capital=City(name="Oslo", population=-1))
+
+    response = client_for(router).get("/country")
+
+    assert response.status_code == 200
+    assert response.json() == {"name": "Norway", "capital": {"name": "Oslo", "population": -1}}
+
+
+def test_type_parameters_of_a_trusted_generic_instance_are_not_checked(
+    router: MsgspecRouter,
+) -> None:
+    @router.get("/page")
+    async def page() -> Page[City]:
+        return Page(items=[{"not": "a city"}], total=1)  # type: ignore[list-item]
+
+    response = client_for(router).get("/page")
+
+    assert response.status_code == 200
+    assert response.json() == {"items": [{"not": "a city"}], "total": 1}
+
+
+def test_dict_for_a_generic_struct_is_validated_with_its_type_parameters(
+    router: MsgspecRouter,
+) -> None:
+    @router.get("/page")
+    async def page() -> Page[City]:
+        return {"items": [{"not": "a city"}], "total": 1}  # type: ignore[return-value]
+
+    response = client_for(router, raise_server_exceptions=False).get("/page")
+
+    assert response.status_code == 500
+
+
+def test_response_model_none_turns_off_validation_of_an_annotated_route(
+    router: MsgspecRouter,
+) -> None:
+    @router.get("/city", response_model=None)
+    async def city() -> City:
+        return {"name": "Oslo", "extra": b"\x01"}  # type: ignore[return-value]
+
+    response = client_for(router).get("/city")
+
+    assert response.status_code == 200
+    assert response.json() == {"name": "Oslo", "extra": "AQ=="}
+
+
+# -- MsgspecJSONResponse on its own -------------------------------------------------------------
+
+
+def test_msgspec_json_response_renders_with_msgspec() -> None:
+    response = MsgspecJSONResponse({"city": City(name="Oslo", population=1), "raw": b"\x00"})
+
+    assert response.body == b'{"city":{"name":"Oslo","population":1},"raw":"AA=="}'
+    assert response.headers["content-type"] == "application/json"
+
+
+def test_msgspec_json_response_returned_from_a_plain_fastapi_route_is_sent_as_is() -> None:
+    app = FastAPI()
+
+    @app.get("/price")
+    async def price():
+        return MsgspecJSONResponse({"amount": decimal.Decimal("1.5")}, status_code=202)
+
+    response = TestClient(app).get("/price")
+
+    assert response.status_code == 202
+    assert response.json() == {"amount": "1.5"}
