@@ -142,6 +142,28 @@ def test_parameter_schemas_carry_the_constraints() -> None:
     assert parameters["country"]["schema"]["maxLength"] == 2
 
 
+def test_msgspec_meta_constraint_on_a_parameter_is_documented() -> None:
+    router = MsgspecRouter()
+
+    @router.get("/cities")
+    async def cities(
+        limit: Annotated[int, msgspec.Meta(ge=5, le=50)] = 10,
+        code: Annotated[str | None, msgspec.Meta(pattern="^[A-Z]{2}$")] = None,
+    ) -> list[City]:
+        return []
+
+    app = FastAPI()
+    app.include_router(router)
+    install_openapi(app, router)
+    document = document_for(app)
+
+    parameters = {p["name"]: p for p in operation(document, "/cities", "get")["parameters"]}
+    assert parameters["limit"]["schema"]["minimum"] == 5
+    assert parameters["limit"]["schema"]["maximum"] == 50
+    assert parameters["limit"]["schema"]["default"] == 10
+    assert "^[A-Z]{2}$" in msgspec.json.encode(parameters["code"]["schema"]).decode()
+
+
 def test_aliased_header_parameter_is_documented_by_its_alias() -> None:
     router = MsgspecRouter()
 
