@@ -26,6 +26,7 @@ Both twins give byte-identical responses for every input; tests drive them side 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from copy import deepcopy
 from typing import Any
 from urllib.parse import parse_qsl
@@ -48,7 +49,6 @@ from ._shared import (
     MISSING,
     OUTPUT_TRUSTED,
     OUTPUT_UNTYPED,
-    PARAM_COOKIE,
     PARAM_HEADER,
     PARAM_PATH,
     PARAM_QUERY,
@@ -85,6 +85,21 @@ def json_headers(status_code: int, body: bytes) -> list[tuple[bytes, bytes]]:
     if not body_allowed(status_code):
         return [JSON_CONTENT_TYPE]
     return [(CONTENT_LENGTH, str(len(body)).encode("latin-1")), JSON_CONTENT_TYPE]
+
+
+class SendTracker:
+    """Wraps `send` to learn whether the response has started."""
+
+    __slots__ = ("send", "started")
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.started = False
+
+    def __call__(self, message: Message) -> Awaitable[None]:
+        if message["type"] == "http.response.start":
+            self.started = True
+        return self.send(message)
 
 
 class RouteRuntime:
@@ -213,7 +228,9 @@ class RouteRuntime:
                 raw = scope["path_params"].get(spec.key)
             elif location == PARAM_QUERY:
                 if query is None:
-                    query = parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)
+                    query = parse_qsl(
+                        scope["query_string"].decode("latin-1"), keep_blank_values=True
+                    )
                 raw = pick(query, spec.key, spec.is_sequence, last=True)
             elif location == PARAM_HEADER:
                 raw = pick_header(scope["headers"], spec.header_key, spec.is_sequence)
@@ -237,18 +254,15 @@ class RouteRuntime:
         return values, errors
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        started = False
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-            await send(message)
-
+        tracker = SendTracker(send)
+        error: Exception | None = None
         try:
-            await self.run(scope, receive, tracking_send)
+            await self.run(scope, receive, tracker)
         except Exception as exc:
-            await handle_route_exception(exc, scope, receive, tracking_send, started)
+            error = exc
+        if error is not None:
+            # Outside the except block, as in the compiled twin, where it matters.
+            await handle_route_exception(error, scope, receive, send, tracker.started)
 
     async def run(self, scope: Scope, receive: Receive, send: Send) -> None:
         body: Any = None

@@ -10,9 +10,9 @@ import os
 import platform
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from ._fastpath_py import IMPLEMENTATION, RouteRuntime
-elif os.environ.get("MSGSPEC_FASTAPI_PURE") == "1" or platform.python_implementation() != "CPython":
+_PURE = os.environ.get("MSGSPEC_FASTAPI_PURE") == "1"
+
+if TYPE_CHECKING or _PURE or platform.python_implementation() != "CPython":
     from ._fastpath_py import IMPLEMENTATION, RouteRuntime
 else:
     try:

@@ -85,7 +85,7 @@ def _constrain(annotation: Any, metadata: Iterable[Any], where: str) -> tuple[An
         return annotation, strict
     inner = optional_inner(annotation)
     if inner is not None:
-        return Union[Annotated[(inner, *metas)], None], strict
+        return Annotated[(inner, *metas)] | None, strict
     return Annotated[(annotation, *metas)], strict
 
 
@@ -95,6 +95,10 @@ def _lax_scalar(annotation: Any) -> SchemaValidator | None:
     if annotation is bool:
         return _LAX_BOOL
     return None
+
+
+class LaxRefused(Exception):
+    """A string FastAPI would refuse for an int or bool parameter."""
 
 
 def _string_normalizer(annotation: Any) -> Callable[[Any], Any] | None:
@@ -109,8 +113,10 @@ def _string_normalizer(annotation: Any) -> Callable[[Any], Any] | None:
         items = [_string_normalizer(a) for a in args]
         if not any(items):
             return None
-        if origin is tuple and len(get_args(annotation)) > 1 and Ellipsis not in get_args(
-            annotation
+        if (
+            origin is tuple
+            and len(get_args(annotation)) > 1
+            and Ellipsis not in get_args(annotation)
         ):
 
             def each_position(value: Any) -> Any:
@@ -141,9 +147,8 @@ def _string_normalizer(annotation: Any) -> Callable[[Any], Any] | None:
             return value
         try:
             return lax(value)
-        except ValueError:
-            # Leave it to msgspec, which reports the error in its own words.
-            return value
+        except ValueError as exc:
+            raise LaxRefused from exc
 
     return normalize
 
@@ -158,7 +163,12 @@ def make_converter(target: Any, strict: bool) -> Converter:
     ) -> tuple[Any, list[dict[str, Any]]]:
         try:
             if normalize is not None:
-                value = normalize(value)
+                try:
+                    value = normalize(value)
+                except LaxRefused:
+                    # msgspec's lax mode would take "1e3"; FastAPI does not. A strict
+                    # conversion refuses it too, and words the error as msgspec does.
+                    return convert(value, type=target, strict=True), []
             return convert(value, type=target, strict=strict), []
         except (msgspec.ValidationError, ValueError, TypeError, OverflowError) as exc:
             return None, [{"loc": loc, "msg": str(exc), "type": "value_error.msgspec"}]
@@ -171,8 +181,9 @@ def parameter_target(annotation: Any, metadata: Iterable[Any], where: str) -> tu
     target, strict = _constrain(annotation, metadata, where)
     try:
         msgspec.json.Decoder(type=target)
-    except TypeError as exc:
-        raise TypeError(f"{where}: msgspec cannot convert this type ({exc})") from exc
+        msgspec.json.schema(target)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{where}: msgspec does not support this type ({exc})") from exc
     return target, strict
 
 
@@ -191,7 +202,12 @@ class ParamSpec:
     convert: Converter
 
 
-_LOCATIONS = {"path": PARAM_PATH, "query": PARAM_QUERY, "header": PARAM_HEADER, "cookie": PARAM_COOKIE}
+_LOCATIONS = {
+    "path": PARAM_PATH,
+    "query": PARAM_QUERY,
+    "header": PARAM_HEADER,
+    "cookie": PARAM_COOKIE,
+}
 _SEQUENCES = (list, set, frozenset, tuple)
 _GROUPS = ("path_params", "query_params", "header_params", "cookie_params")
 
@@ -205,7 +221,7 @@ def _sequence_kind(annotation: Any) -> bool | None:
     if origin in _SEQUENCES:
         args = [a for a in get_args(annotation) if a is not Ellipsis]
         return True if all(_sequence_kind(strip_annotated(a)) is False for a in args) else None
-    if origin is Union or isinstance(annotation, type) and issubclass(annotation, _SEQUENCES):
+    if origin is Union or (isinstance(annotation, type) and issubclass(annotation, _SEQUENCES)):
         return None
     return False
 
@@ -218,7 +234,7 @@ def prepare_dependant(dependant: Any) -> None:
     """
     for group in _GROUPS:
         for field in getattr(dependant, group):
-            if getattr(field, "msgspec_schema", None) is not None:
+            if getattr(field, "msgspec_target", None) is not None:
                 continue
             info = field.field_info
             if mentions_pydantic(info.annotation):
@@ -226,7 +242,7 @@ def prepare_dependant(dependant: Any) -> None:
             where = f"parameter {field.name!r}"
             target, strict = parameter_target(info.annotation, info.metadata, where)
             field.validate = make_converter(target, strict)
-            field.msgspec_schema = msgspec.json.schema(target)
+            field.msgspec_target = target
     for dependency in dependant.dependencies:
         prepare_dependant(dependency)
 
@@ -241,7 +257,7 @@ def direct_param_specs(dependant: Any) -> tuple[ParamSpec, ...] | None:
     for group in _GROUPS:
         for field in getattr(dependant, group):
             info = field.field_info
-            if getattr(field, "msgspec_schema", None) is None:
+            if getattr(field, "msgspec_target", None) is None:
                 return None
             if info.validation_alias is not None and not isinstance(info.validation_alias, str):
                 return None

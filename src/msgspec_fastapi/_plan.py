@@ -166,9 +166,7 @@ def _find_body(endpoint_name: str, parameters: list[inspect.Parameter]) -> inspe
 def _body_plan(endpoint_name: str, parameter: inspect.Parameter) -> BodyPlan:
     where = f"{endpoint_name}(): body parameter {parameter.name!r}"
     annotation = parameter.annotation
-    body_info = next(
-        (m for m in _param_metadata(parameter) if isinstance(m, params.Body)), None
-    )
+    body_info = next((m for m in _param_metadata(parameter) if isinstance(m, params.Body)), None)
     extra = [m for m in annotated_metadata(annotation) if not isinstance(m, params.Body)]
     default: Any = MISSING
     embedded = False
@@ -247,7 +245,10 @@ def _output_plan(
             if options.get(option):
                 raise TypeError(f"{where}: {option} is not supported for msgspec responses")
         if options.get("response_model_by_alias", True) is False:
-            raise TypeError(f"{where}: msgspec responses always use the encoded field names")
+            raise TypeError(
+                f"{where}: response_model_by_alias=False is not supported, msgspec "
+                "responses always use the encoded field names"
+            )
         if options.get("status_code") in (204, 205, 304):
             raise TypeError(f"{where}: status code {options['status_code']} has no body")
         if not untyped_allowed:
@@ -289,8 +290,7 @@ def analyze_endpoint(
     signature = inspect.signature(endpoint)
     hints = endpoint_hints(endpoint)
     parameters = [
-        p.replace(annotation=hints.get(p.name, p.annotation))
-        for p in signature.parameters.values()
+        p.replace(annotation=hints.get(p.name, p.annotation)) for p in signature.parameters.values()
     ]
     return_type = hints.get("return", signature.return_annotation)
     if return_type is type(None):

@@ -113,6 +113,6 @@ def is_coroutine_endpoint(endpoint: Callable[..., Any]) -> bool:
     target: Any = endpoint
     while isinstance(target, partial):
         target = target.func
-    return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(
-        getattr(target, "__call__", None)
-    )
+    if inspect.iscoroutinefunction(target):
+        return True
+    return callable(target) and inspect.iscoroutinefunction(type(target).__call__)

@@ -154,7 +154,7 @@ class MsgspecRoute(APIRoute):
 
     @property
     def tier(self) -> str:
-        """"direct" or "delegated", for the route as added (not as included)."""
+        """The tier of the route as added: "direct" or "delegated"."""
         return "direct" if getattr(self, _DIRECT_ATTR, None) is not None else "delegated"
 
 

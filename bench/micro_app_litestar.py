@@ -1,0 +1,49 @@
+"""Litestar serving the same msgspec Structs, for comparison with another msgspec framework."""
+
+from typing import Annotated
+
+from litestar import Litestar, get, post
+from litestar.exceptions import NotFoundException
+from litestar.params import Parameter
+from micro_cities import (
+    LIMIT_MAX,
+    PAGE_SIZE,
+    Accepted,
+    City,
+    CityPage,
+    CitySearch,
+    Dataset,
+    search,
+)
+
+
+def build_app(dataset: Dataset) -> Litestar:
+    # Litestar reserves the handler argument name `data` for the request body.
+    cities, by_id, by_country = dataset.cities, dataset.by_id, dataset.by_country
+
+    # Litestar answers POST with 201 by default; the other variants answer 200.
+    @post("/cities/validate", status_code=200)
+    async def validate_cities(data: list[City]) -> Accepted:
+        return Accepted(len(data))
+
+    @get("/cities")
+    async def list_cities(
+        limit: Annotated[int, Parameter(ge=1, le=LIMIT_MAX)] = PAGE_SIZE,
+        offset: Annotated[int, Parameter(ge=0)] = 0,
+    ) -> CityPage:
+        items = cities[offset : offset + limit]
+        return CityPage(count=len(items), items=items)
+
+    @post("/cities/search", status_code=200)
+    async def search_cities(data: CitySearch) -> CityPage:
+        items = search(cities, by_country, data.country, data.min_population, data.limit)
+        return CityPage(count=len(items), items=items)
+
+    @get("/cities/{city_id:int}")
+    async def get_city(city_id: Annotated[int, Parameter(ge=1)]) -> City:
+        city = by_id.get(city_id)
+        if city is None:
+            raise NotFoundException("city not found")
+        return city
+
+    return Litestar(route_handlers=[validate_cities, list_cities, search_cities, get_city])

@@ -1,0 +1,88 @@
+"""Plain FastAPI with Pydantic models carrying the same constraints as the msgspec Structs."""
+
+from typing import Annotated
+
+import msgspec
+from fastapi import APIRouter, FastAPI, HTTPException, Path, Query
+from micro_cities import (
+    ADMIN1_MAX,
+    COUNTRY_PATTERN,
+    FEATURE_PATTERN,
+    LIMIT_MAX,
+    NAME_MAX,
+    PAGE_SIZE,
+    TIMEZONE_MAX,
+    Dataset,
+    index_by_country,
+    search,
+)
+from pydantic import BaseModel, Field
+
+Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
+Country = Annotated[str, Field(pattern=COUNTRY_PATTERN)]
+
+
+class CityModel(BaseModel):
+    id: Annotated[int, Field(ge=1)]
+    name: Name
+    ascii_name: Name
+    country: Country
+    admin1: Annotated[str, Field(max_length=ADMIN1_MAX)] | None = None
+    feature_code: Annotated[str, Field(pattern=FEATURE_PATTERN)]
+    population: Annotated[int, Field(ge=0)]
+    latitude: Annotated[float, Field(ge=-90, le=90)]
+    longitude: Annotated[float, Field(ge=-180, le=180)]
+    elevation: int | None = None
+    timezone: Annotated[str, Field(min_length=1, max_length=TIMEZONE_MAX)]
+    alternate_names: list[Name] = []
+
+
+class CitySearchModel(BaseModel):
+    country: Country | None = None
+    min_population: Annotated[int, Field(ge=0)] = 0
+    limit: Annotated[int, Field(ge=1, le=LIMIT_MAX)] = PAGE_SIZE
+
+
+class CityPageModel(BaseModel):
+    count: int
+    items: list[CityModel]
+
+
+class AcceptedModel(BaseModel):
+    accepted: int
+
+
+def build_app(data: Dataset) -> FastAPI:
+    # A Pydantic service keeps Pydantic objects in memory, so convert the records once here.
+    cities = [CityModel.model_validate(msgspec.to_builtins(c)) for c in data.cities]
+    by_id = {c.id: c for c in cities}
+    by_country = index_by_country(cities)
+    router = APIRouter()
+
+    @router.post("/cities/validate")
+    async def validate_cities(cities: list[CityModel]) -> AcceptedModel:
+        return AcceptedModel(accepted=len(cities))
+
+    @router.get("/cities")
+    async def list_cities(
+        limit: Annotated[int, Query(ge=1, le=LIMIT_MAX)] = PAGE_SIZE,
+        offset: Annotated[int, Query(ge=0)] = 0,
+    ) -> CityPageModel:
+        items = cities[offset : offset + limit]
+        return CityPageModel(count=len(items), items=items)
+
+    @router.post("/cities/search")
+    async def search_cities(query: CitySearchModel) -> CityPageModel:
+        items = search(cities, by_country, query.country, query.min_population, query.limit)
+        return CityPageModel(count=len(items), items=items)
+
+    @router.get("/cities/{city_id}")
+    async def get_city(city_id: Annotated[int, Path(ge=1)]) -> CityModel:
+        city = by_id.get(city_id)
+        if city is None:
+            raise HTTPException(status_code=404, detail="city not found")
+        return city
+
+    app = FastAPI()
+    app.include_router(router)
+    return app

@@ -1,0 +1,397 @@
+# cython: language_level=3
+# cython: embedsignature=True
+"""The request path, compiled: the contract of `_fastpath_py.py`, which documents it.
+
+Every shared object (errors, constants, response class) is imported from Python
+modules, so the twins cannot disagree on them; tests compare the twins' responses.
+"""
+
+from copy import deepcopy
+from urllib.parse import parse_qsl
+
+import msgspec
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import cookie_parser
+from starlette.responses import Response
+
+from msgspec_fastapi._errors import handle_route_exception
+from msgspec_fastapi._shared import (
+    BODYLESS_STATUSES,
+    CONTAINER_DICT,
+    CONTAINER_LIST,
+    CONTAINER_OPTIONAL,
+    CONTAINER_TUPLE,
+    CONTENT_LENGTH,
+    JSON_CONTENT_TYPE,
+    MISSING,
+    OUTPUT_TRUSTED,
+    OUTPUT_UNTYPED,
+    PARAM_HEADER,
+    PARAM_PATH,
+    PARAM_QUERY,
+    ClientDisconnect,
+    PreparedResponse,
+    RequestValidationError,
+    body_invalid,
+    body_missing,
+    malformed_json,
+    nested_too_deeply,
+    response_invalid,
+    unsupported_media_type,
+)
+
+IMPLEMENTATION = "compiled"
+
+cdef object ValidationError = msgspec.ValidationError
+cdef object DecodeError = msgspec.DecodeError
+cdef object untyped_decode = msgspec.json.decode
+cdef object to_builtins = msgspec.to_builtins
+cdef object convert = msgspec.convert
+cdef object Missing = MISSING
+cdef frozenset bodyless = BODYLESS_STATUSES
+cdef tuple json_content_type = JSON_CONTENT_TYPE
+cdef bytes content_length = CONTENT_LENGTH
+cdef bytes ascii_space = b" \t\r\n\x0b\x0c"
+cdef int trusted = OUTPUT_TRUSTED
+cdef int untyped = OUTPUT_UNTYPED
+cdef int in_list = CONTAINER_LIST
+cdef int in_dict = CONTAINER_DICT
+cdef int in_optional = CONTAINER_OPTIONAL
+cdef int in_tuple = CONTAINER_TUPLE
+cdef int at_path = PARAM_PATH
+cdef int at_query = PARAM_QUERY
+cdef int at_header = PARAM_HEADER
+
+
+cpdef bint is_json_media_type(bytes value):
+    """`application/json` or `application/*+json`, any parameters, any letter case."""
+    cdef bytes media = value.split(b";", 1)[0].strip(ascii_space).lower()
+    if media == b"application/json":
+        return True
+    return media.startswith(b"application/") and media.endswith(b"+json")
+
+
+cdef inline bint body_allowed(int status_code):
+    return status_code >= 200 and status_code not in bodyless
+
+
+cdef inline list json_headers(int status_code, bytes body):
+    if not body_allowed(status_code):
+        return [json_content_type]
+    return [(content_length, str(len(body)).encode("latin-1")), json_content_type]
+
+
+cdef inline bint all_of_class(object items, object cls):
+    cdef object item
+    for item in items:
+        if type(item) is not cls:
+            return False
+    return True
+
+
+async def receive_body(receive):
+    """The whole request body, as Starlette's `Request.body()` reads it."""
+    cdef list chunks = []
+    cdef dict message
+    cdef bytes chunk
+    while True:
+        message = await receive()
+        kind = message["type"]
+        if kind == "http.request":
+            chunk = message.get("body", b"")
+            if chunk:
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        elif kind == "http.disconnect":
+            raise ClientDisconnect()
+    if len(chunks) == 1:
+        return chunks[0]
+    return b"".join(chunks)
+
+
+cdef check_syntax(bytes raw):
+    try:
+        untyped_decode(raw)
+    except DecodeError as exc:
+        raise malformed_json(exc) from exc
+    except RecursionError as exc:
+        raise nested_too_deeply() from exc
+
+
+cdef revalidate_builtins(object result, object output_type, object error):
+    if isinstance(error, ValidationError):
+        try:
+            return convert(to_builtins(result, str_keys=True), output_type, str_keys=True)
+        except ValidationError as exc:
+            error = exc
+        except TypeError:
+            pass
+    raise response_invalid(error, result) from error
+
+
+cdef object pick(list items, str key, bint many, bint last):
+    cdef str name
+    cdef object value
+    cdef object found = None
+    if many:
+        return [value for name, value in items if name == key]
+    for name, value in items:
+        if name == key:
+            found = value
+            if not last:
+                break
+    return found
+
+
+cdef object pick_header(list headers, bytes key, bint many):
+    cdef bytes name, value
+    if many:
+        return [value.decode("latin-1") for name, value in headers if name == key]
+    for name, value in headers:
+        if name == key:
+            return value.decode("latin-1")
+    return None
+
+
+cdef dict parse_cookies(list headers):
+    cdef dict cookies = {}
+    cdef bytes name, value
+    for name, value in headers:
+        if name == b"cookie":
+            cookies.update(cookie_parser(value.decode("latin-1")))
+    return cookies
+
+
+cdef class SendTracker:
+    """Wraps `send` to learn whether the response has started."""
+
+    cdef object send
+    cdef public bint started
+
+    def __cinit__(self, send):
+        self.send = send
+        self.started = False
+
+    def __call__(self, dict message):
+        if message["type"] == "http.response.start":
+            self.started = True
+        return self.send(message)
+
+
+cdef class RouteRuntime:
+    """Per-route state for the request path; see `_fastpath_py.RouteRuntime`."""
+
+    cdef readonly object plan
+    cdef bint has_body
+    cdef object decoder
+    cdef object default
+    cdef bint embedded
+    cdef bint strict_content_type
+    cdef int output_mode
+    cdef object encoder
+    cdef object output_decoder
+    cdef object output_type
+    cdef object trusted_class
+    cdef int container
+    cdef int status_code
+    cdef bint is_direct
+    cdef object endpoint
+    cdef bint is_coroutine
+    cdef tuple params
+    cdef object body_name
+
+    def __init__(self, plan):
+        self.plan = plan
+        body = plan.body
+        self.has_body = body is not None
+        if body is not None:
+            self.decoder = body.decoder
+            self.default = body.default
+            self.embedded = body.embedded
+        self.strict_content_type = plan.strict_content_type
+        output = plan.output
+        if output is not None:
+            self.output_mode = output.mode
+            self.encoder = output.encoder
+            self.output_decoder = output.decoder
+            self.output_type = output.output_type
+            self.trusted_class = output.trusted_class
+            self.container = output.container
+        self.status_code = plan.status_code
+        direct = plan.direct
+        self.is_direct = direct is not None
+        if direct is not None:
+            self.endpoint = direct.endpoint
+            self.is_coroutine = direct.is_coroutine
+            self.params = direct.params
+            self.body_name = direct.body_name
+
+    # -- body -----------------------------------------------------------------------
+
+    cdef check_content_type(self, list headers):
+        cdef bytes name, value
+        for name, value in headers:
+            if name == b"content-type":
+                if not value:
+                    break
+                if not is_json_media_type(value):
+                    raise unsupported_media_type()
+                return
+        if self.strict_content_type:
+            raise unsupported_media_type()
+
+    async def read_body(self, scope, receive):
+        return self.parse_body(scope, await receive_body(receive))
+
+    def parse_body(self, scope, bytes raw):
+        if not raw:
+            if self.default is Missing:
+                return body_missing()
+            return deepcopy(self.default)
+        self.check_content_type(scope["headers"])
+        return self.decode(raw)
+
+    cdef decode(self, bytes raw):
+        try:
+            value = self.decoder.decode(raw)
+        except ValidationError as exc:
+            check_syntax(raw)
+            return body_invalid(exc)
+        except DecodeError as exc:
+            raise malformed_json(exc) from exc
+        except RecursionError as exc:
+            raise nested_too_deeply() from exc
+        return value.value if self.embedded else value
+
+    # -- response -------------------------------------------------------------------
+
+    cdef bint is_trusted(self, object result):
+        cdef object cls = self.trusted_class
+        cdef int container = self.container
+        cdef object key
+        if container == in_list:
+            return type(result) is list and all_of_class(result, cls)
+        if container == in_dict:
+            if type(result) is not dict:
+                return False
+            for key in result:
+                if type(key) is not str:
+                    return False
+            return all_of_class((<dict>result).values(), cls)
+        if container == in_optional:
+            return result is None or type(result) is cls
+        if container == in_tuple:
+            return type(result) is tuple and all_of_class(result, cls)
+        return type(result) is cls
+
+    cpdef bytes encode(self, object result):
+        cdef int mode = self.output_mode
+        if mode == untyped or (mode == trusted and self.is_trusted(result)):
+            return self.encoder.encode(result)
+        return self.encoder.encode(self.validate(result))
+
+    cdef validate(self, object result):
+        try:
+            return self.output_decoder.decode(self.encoder.encode(result))
+        except (TypeError, ValueError, OverflowError) as exc:
+            return revalidate_builtins(result, self.output_type, exc)
+
+    def respond(self, result, status_code, list extra_headers):
+        cdef int status = status_code or self.status_code
+        cdef bytes body = self.encode(result)
+        if not body_allowed(status):
+            body = b""
+        cdef list headers = json_headers(status, body)
+        headers.extend(extra_headers)
+        return PreparedResponse(body, status, headers)
+
+    # -- direct tier ----------------------------------------------------------------
+
+    cdef tuple extract_params(self, dict scope):
+        cdef dict values = {}
+        cdef list errors = []
+        cdef list query = None
+        cdef dict cookies = None
+        cdef int location
+        cdef object raw
+        for spec in self.params:
+            location = spec.location
+            if location == at_path:
+                raw = scope["path_params"].get(spec.key)
+            elif location == at_query:
+                if query is None:
+                    query = parse_qsl(
+                        (<bytes>scope["query_string"]).decode("latin-1"), keep_blank_values=True
+                    )
+                raw = pick(query, spec.key, spec.is_sequence, True)
+            elif location == at_header:
+                raw = pick_header(scope["headers"], spec.header_key, spec.is_sequence)
+            else:
+                if cookies is None:
+                    cookies = parse_cookies(scope["headers"])
+                raw = cookies.get(spec.key)
+            if raw is None or (spec.is_sequence and not raw):
+                if spec.required:
+                    errors.append(
+                        {"type": "missing", "loc": spec.loc, "msg": "Field required", "input": None}
+                    )
+                else:
+                    values[spec.name] = deepcopy(spec.default)
+                continue
+            value, problems = spec.convert(raw, values, loc=spec.loc)
+            if problems:
+                errors.extend(problems)
+            else:
+                values[spec.name] = value
+        return values, errors
+
+    def __call__(self, scope, receive, send):
+        return self.serve(scope, receive, send)
+
+    async def serve(self, scope, receive, send):
+        cdef SendTracker tracker = SendTracker(send)
+        cdef object error = None
+        try:
+            await self.run(scope, receive, tracker)
+        except Exception as exc:
+            error = exc
+        if error is not None:
+            # Outside the except block: the handler clears the exception's traceback,
+            # which a coroutine suspended inside that block would still read.
+            await handle_route_exception(error, scope, receive, send, tracker.started)
+
+    async def run(self, dict scope, receive, send):
+        cdef object body = None
+        cdef dict values
+        cdef list errors
+        cdef int status
+        cdef bytes payload
+        if self.has_body:
+            body = await self.read_body(scope, receive)
+        values, errors = self.extract_params(scope)
+        if errors:
+            raise RequestValidationError(errors)
+        if self.has_body:
+            if type(body) is RequestValidationError:
+                raise body
+            values[self.body_name] = body
+        if self.is_coroutine:
+            result = await self.endpoint(**values)
+        else:
+            result = await run_in_threadpool(self.endpoint, **values)
+        if isinstance(result, Response):
+            await result(scope, receive, send)
+            return
+        status = self.status_code
+        payload = self.encode(result)
+        if not body_allowed(status):
+            payload = b""
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": json_headers(status, payload),
+            }
+        )
+        await send({"type": "http.response.body", "body": payload})
