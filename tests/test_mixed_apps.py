@@ -3,6 +3,7 @@
 Tests taking the `router` fixture run on both the direct and the delegated tier.
 """
 
+import inspect
 from collections.abc import Iterator
 from typing import Annotated, Any
 
@@ -635,3 +636,66 @@ def test_background_tasks_in_a_dependency_run() -> None:
 
     assert client_for(router).post("/cities", json=OSLO).json() == OSLO
     assert done == ["audited"]
+
+
+# -- FastAPI's request body limit (FastAPI 0.164+) ----------------------------------------------
+
+HAS_BODY_LIMIT = "max_body_size" in inspect.signature(APIRouter.__init__).parameters
+needs_body_limit = pytest.mark.skipif(
+    not HAS_BODY_LIMIT, reason="this FastAPI has no max_body_size option"
+)
+BIG_CITY = {"name": "x" * 200, "population": 1}
+
+
+@needs_body_limit
+def test_router_body_limit_rejects_a_larger_body_as_fastapi_does(tier: str) -> None:
+    dependencies = [Depends(lambda: None)] if tier == "delegated" else []
+    ours = MsgspecRouter(prefix="/msgspec", max_body_size=100, dependencies=dependencies)
+    plain = APIRouter(prefix="/plain", max_body_size=100)
+
+    class CityModel(pydantic.BaseModel):
+        name: str
+        population: int
+
+    @ours.post("/cities")
+    async def create(city: City) -> City:
+        return city
+
+    @plain.post("/cities")
+    async def plain_create(city: CityModel) -> CityModel:
+        return city
+
+    client = client_for(ours, plain)
+    fastapi_response = client.post("/plain/cities", json=BIG_CITY)
+    response = client.post("/msgspec/cities", json=BIG_CITY)
+
+    assert fastapi_response.status_code == 413
+    assert response.status_code == 413
+    assert client.post("/msgspec/cities", json=OSLO).json() == OSLO
+
+
+@needs_body_limit
+def test_route_body_limit_rejects_a_larger_body(router: MsgspecRouter) -> None:
+    async def create(city: City) -> City:
+        return city
+
+    router.add_api_route("/cities", create, methods=["POST"], max_body_size=100)
+    client = client_for(router)
+
+    assert client.post("/cities", json=BIG_CITY).status_code == 413
+    assert client.post("/cities", json=OSLO).json() == OSLO
+
+
+@needs_body_limit
+def test_include_body_limit_applies_to_that_inclusion(router: MsgspecRouter) -> None:
+    @router.post("/cities")
+    async def create(city: City) -> City:
+        return city
+
+    app = FastAPI()
+    app.include_router(router, prefix="/small", max_body_size=100)
+    app.include_router(router, prefix="/large")
+    client = TestClient(app)
+
+    assert client.post("/small/cities", json=BIG_CITY).status_code == 413
+    assert client.post("/large/cities", json=BIG_CITY).status_code == 200
