@@ -557,3 +557,42 @@ def test_rich_application_serves_requests() -> None:
     assert bad.status_code == 422
     assert pet.json() == {"pet": {"type": "cat", "lives": 3}}
     assert client.get("/api/airports?limit=0").status_code == 422
+
+
+# -- route options --------------------------------------------------------------------------------
+
+
+def test_route_responses_option_is_kept_next_to_the_msgspec_schemas() -> None:
+    router = MsgspecRouter()
+
+    @router.post(
+        "/cities",
+        responses={404: {"description": "Country not found"}},
+        response_description="The stored city",
+    )
+    async def create(city: City) -> City:
+        return city
+
+    app = FastAPI()
+    app.include_router(router)
+    install_openapi(app, router)
+    document = document_for(app)
+
+    responses = operation(document, "/cities", "post")["responses"]
+    assert responses["404"] == {"description": "Country not found"}
+    assert responses["200"]["description"] == "The stored city"
+    assert resolve(document, responses["200"]["content"]["application/json"]["schema"])
+
+
+def test_route_excluded_from_the_schema_is_not_documented() -> None:
+    router = MsgspecRouter()
+
+    @router.post("/hidden", include_in_schema=False)
+    async def hidden(city: City) -> City:
+        return city
+
+    app = FastAPI()
+    app.include_router(router)
+    install_openapi(app, router)
+
+    assert "/hidden" not in document_for(app)["paths"]
