@@ -23,6 +23,9 @@ from msgspec_fastapi._shared import (
     CONTAINER_TUPLE,
     CONTENT_LENGTH,
     JSON_CONTENT_TYPE,
+    MATCH_FULL,
+    MATCH_NONE,
+    MATCH_PARTIAL,
     MISSING,
     OUTPUT_TRUSTED,
     OUTPUT_UNTYPED,
@@ -35,6 +38,7 @@ from msgspec_fastapi._shared import (
     body_invalid,
     body_missing,
     body_too_large,
+    get_route_path,
     malformed_json,
     nested_too_deeply,
     response_invalid,
@@ -62,6 +66,9 @@ cdef int in_tuple = CONTAINER_TUPLE
 cdef int at_path = PARAM_PATH
 cdef int at_query = PARAM_QUERY
 cdef int at_header = PARAM_HEADER
+cdef object match_full = MATCH_FULL
+cdef object match_partial = MATCH_PARTIAL
+cdef object match_none = MATCH_NONE
 
 
 cpdef bint is_json_media_type(bytes value):
@@ -166,6 +173,44 @@ cdef dict parse_cookies(list headers):
         if name == b"cookie":
             cookies.update(cookie_parser(value.decode("latin-1")))
     return cookies
+
+
+cdef class RouteMatcher:
+    """Matches requests to one included route; see `_fastpath_py.RouteMatcher`."""
+
+    cdef object route
+    cdef object path_regex
+    cdef dict convertors
+    cdef object endpoint
+    cdef frozenset methods
+
+    def __init__(self, route, path_regex, dict convertors, endpoint, methods):
+        self.route = route
+        self.path_regex = path_regex
+        self.convertors = convertors
+        self.endpoint = endpoint
+        self.methods = frozenset(methods)
+
+    def match(self, dict scope):
+        cdef object path = scope["path"]
+        cdef dict params
+        cdef object inherited
+        if scope.get("root_path"):
+            path = get_route_path(scope)
+        found = self.path_regex.match(path)
+        if found is None:
+            return match_none, {}
+        params = found.groupdict()
+        if params:
+            for key, value in params.items():
+                params[key] = self.convertors[key].convert(value)
+        inherited = scope.get("path_params")
+        if inherited:
+            params = {**inherited, **params}
+        cdef dict child = {"endpoint": self.endpoint, "path_params": params, "route": self.route}
+        if scope["method"] not in self.methods:
+            return match_partial, child
+        return match_full, child
 
 
 cdef class SendTracker:

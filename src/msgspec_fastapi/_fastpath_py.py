@@ -14,6 +14,9 @@ Both twins implement one contract over a route's plan (`_plan.RoutePlan`):
   of exactly the declared Struct class (and containers of them) are trusted and encoded
   once, other values are validated against the declared type first (a failure raises
   `ResponseValidationError`), and untyped routes are encoded as they are.
+- `RouteMatcher(route, path_regex, convertors, endpoint, methods).match(scope)` is the
+  router's test of whether a request is for an included route, run for every route the
+  router tries (twice per request), with FastAPI's result.
 - `runtime.respond(result, status_code, extra_headers)` is `encode` plus a Response
   object, for the delegated tier where FastAPI's handler expects one.
 - `await runtime(scope, receive, send)` is the direct tier's whole ASGI app: body, then
@@ -46,6 +49,9 @@ from ._shared import (
     CONTAINER_TUPLE,
     CONTENT_LENGTH,
     JSON_CONTENT_TYPE,
+    MATCH_FULL,
+    MATCH_NONE,
+    MATCH_PARTIAL,
     MISSING,
     OUTPUT_TRUSTED,
     OUTPUT_UNTYPED,
@@ -58,6 +64,7 @@ from ._shared import (
     body_invalid,
     body_missing,
     body_too_large,
+    get_route_path,
     malformed_json,
     nested_too_deeply,
     response_invalid,
@@ -86,6 +93,39 @@ def json_headers(status_code: int, body: bytes) -> list[tuple[bytes, bytes]]:
     if not body_allowed(status_code):
         return [JSON_CONTENT_TYPE]
     return [(CONTENT_LENGTH, str(len(body)).encode("latin-1")), JSON_CONTENT_TYPE]
+
+
+class RouteMatcher:
+    """Matches requests to one included route, as FastAPI would; built at registration."""
+
+    def __init__(
+        self, route: Any, path_regex: Any, convertors: dict[str, Any], endpoint: Any, methods: Any
+    ) -> None:
+        self.route = route
+        self.path_regex = path_regex
+        self.convertors = convertors
+        self.endpoint = endpoint
+        self.methods = methods
+
+    def match(self, scope: Scope) -> tuple[Any, dict[str, Any]]:
+        path = scope["path"]
+        if scope.get("root_path"):
+            path = get_route_path(scope)
+        found = self.path_regex.match(path)
+        if found is None:
+            return MATCH_NONE, {}
+        params = found.groupdict()
+        if params:
+            convertors = self.convertors
+            for key, value in params.items():
+                params[key] = convertors[key].convert(value)
+        inherited = scope.get("path_params")
+        if inherited:
+            params = {**inherited, **params}
+        child = {"endpoint": self.endpoint, "path_params": params, "route": self.route}
+        if scope["method"] not in self.methods:
+            return MATCH_PARTIAL, child
+        return MATCH_FULL, child
 
 
 class SendTracker:

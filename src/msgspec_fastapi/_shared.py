@@ -12,6 +12,13 @@ from fastapi.exceptions import RequestValidationError, ResponseValidationError
 from starlette.background import BackgroundTask
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
+from starlette.routing import Match
+
+from ._compat import get_route_path
+
+MATCH_FULL = Match.FULL
+MATCH_PARTIAL = Match.PARTIAL
+MATCH_NONE = Match.NONE
 
 JSON_CONTENT_TYPE = (b"content-type", b"application/json")
 CONTENT_LENGTH = b"content-length"
@@ -120,4 +127,5 @@ __all__ = [
     "HTTPException",
     "RequestValidationError",
     "ResponseValidationError",
+    "get_route_path",
 ]

@@ -25,7 +25,7 @@ from starlette.routing import Match
 from starlette.types import Receive, Scope, Send
 
 from . import _compat
-from ._impl import RouteRuntime
+from ._impl import RouteMatcher, RouteRuntime
 from ._openapi import merge_components, route_openapi
 from ._params import direct_param_specs, prepare_dependant
 from ._plan import DirectPlan, EndpointSpec, RoutePlan, analyze_endpoint
@@ -36,6 +36,7 @@ from .responses import MsgspecJSONResponse
 _SCOPE_KEY = "msgspec_fastapi"
 _SPEC_ATTR = "__msgspec_spec__"
 _DIRECT_ATTR = "_msgspec_direct_app"
+_MATCHER_ATTR = "_msgspec_matcher"
 
 # Before FastAPI 0.164 the router carries `max_body_size` itself: from a route decorator
 # to add_api_route, and from there to the route being built.
@@ -145,6 +146,9 @@ class MsgspecRoute(APIRoute):
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         context = _compat.building_context()
         target: Any = context if context is not None and context.original_route is self else self
+        if target is context:
+            matcher = RouteMatcher(self, *_compat.included_match_data(context))
+            setattr(context, _MATCHER_ATTR, matcher)
         prepare_dependant(target.dependant)
         spec: EndpointSpec | None = getattr(self.endpoint, _SPEC_ATTR, None)
         handler = super().get_route_handler()
@@ -206,7 +210,7 @@ class MsgspecRoute(APIRoute):
         context = _compat.matched_context(scope)
         if context is None or context.original_route is not self or scope["type"] != "http":
             return super().matches(scope)
-        return _compat.match_included(self, context, scope)
+        return getattr(context, _MATCHER_ATTR).match(scope)
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         context = _compat.matched_context(scope)
