@@ -10,6 +10,7 @@ from typing import Any
 
 from fastapi import routing as _routing
 from fastapi.openapi import utils as _openapi_utils
+from starlette.routing import Match
 from starlette.types import ASGIApp, Scope
 
 # The route context FastAPI is building a handler for. Included routers are built lazily
@@ -36,6 +37,9 @@ except ImportError:  # pragma: no cover - exercised on FastAPI < 0.164
 
 HAS_NATIVE_BODY_LIMIT = _wrap_body_limit is not None
 
+# How Starlette strips root_path from the path before matching (starlette._utils).
+_get_route_path = _routing.get_route_path
+
 
 def building_context() -> Any | None:
     """The inclusion context whose handler is being built, or None for the route itself."""
@@ -55,3 +59,34 @@ def wrap_body_limit(app: ASGIApp, max_body_size: int | None) -> ASGIApp:
     if _wrap_body_limit is None or max_body_size is None:
         return app
     return _wrap_body_limit(app, max_body_size)
+
+
+_FULL, _PARTIAL, _NONE = Match.FULL, Match.PARTIAL, Match.NONE
+
+
+def match_included(route: Any, context: Any, scope: Scope) -> tuple[Match, Scope]:
+    """FastAPI's matching of an included APIRoute, without its generic dispatch.
+
+    The same steps as `_EffectiveRouteContext.matches` followed by `APIRoute.matches`
+    (path regex, convertors, inherited path params, method), for an http scope whose
+    matched context is this route's; the router runs it for every route it tries, twice
+    per request, so the saved calls add up. Checked against 0.142.2 and 0.165.0.
+    """
+    path = scope["path"]
+    if scope.get("root_path"):
+        path = _get_route_path(scope)
+    found = context.path_regex.match(path)
+    if found is None:
+        return _NONE, {}
+    params = found.groupdict()
+    if params:
+        convertors = context.param_convertors
+        for key, value in params.items():
+            params[key] = convertors[key].convert(value)
+    inherited = scope.get("path_params")
+    if inherited:
+        params = {**inherited, **params}
+    child = {"endpoint": context.endpoint, "path_params": params, "route": route}
+    if scope["method"] not in context.methods:
+        return _PARTIAL, child
+    return _FULL, child

@@ -57,6 +57,7 @@ from ._shared import (
     RequestValidationError,
     body_invalid,
     body_missing,
+    body_too_large,
     malformed_json,
     nested_too_deeply,
     response_invalid,
@@ -123,6 +124,7 @@ class RouteRuntime:
             self.trusted_class = output.trusted_class
             self.container = output.container
         self.status_code = plan.status_code
+        self.max_body_size = plan.max_body_size
         direct = plan.direct
         self.is_direct = direct is not None
         if direct is not None:
@@ -146,8 +148,26 @@ class RouteRuntime:
             # preflight, so FastAPI's strict_content_type refuses to read it as JSON.
             raise unsupported_media_type()
 
+    def check_declared_length(self, headers: list[tuple[bytes, bytes]]) -> None:
+        """413 before reading, when Content-Length already exceeds the route's limit."""
+        for name, value in headers:
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    return
+                if declared > self.max_body_size:
+                    raise body_too_large()
+                return
+
+    async def read_raw(self, scope: Scope, receive: Receive) -> bytes:
+        if self.max_body_size < 0:
+            return await receive_body(receive, -1)
+        self.check_declared_length(scope["headers"])
+        return await receive_body(receive, self.max_body_size)
+
     async def read_body(self, scope: Scope, receive: Receive) -> Any:
-        return self.parse_body(scope, await receive_body(receive))
+        return self.parse_body(scope, await self.read_raw(scope, receive))
 
     def parse_body(self, scope: Scope, raw: bytes) -> Any:
         if not raw:
@@ -258,6 +278,8 @@ class RouteRuntime:
         error: Exception | None = None
         try:
             await self.run(scope, receive, tracker)
+        except ClientDisconnect:
+            return  # the client is gone: nothing to answer, nothing to raise
         except Exception as exc:
             error = exc
         if error is not None:
@@ -268,6 +290,8 @@ class RouteRuntime:
         body: Any = None
         if self.has_body:
             body = await self.read_body(scope, receive)
+        elif self.max_body_size >= 0:
+            self.check_declared_length(scope["headers"])
         values, errors = self.extract_params(scope)
         if errors:
             raise RequestValidationError(errors)
@@ -296,15 +320,22 @@ class RouteRuntime:
         await send({"type": "http.response.body", "body": payload})
 
 
-async def receive_body(receive: Receive) -> bytes:
-    """The whole request body, as Starlette's `Request.body()` reads it."""
+async def receive_body(receive: Receive, limit: int) -> bytes:
+    """The whole request body, as Starlette's `Request.body()` reads it.
+
+    With a limit (not -1), reading stops with a 413 as soon as the body exceeds it.
+    """
     chunks: list[bytes] = []
+    total = 0
     while True:
         message = await receive()
         kind = message["type"]
         if kind == "http.request":
             chunk = message.get("body", b"")
             if chunk:
+                total += len(chunk)
+                if 0 <= limit < total:
+                    raise body_too_large()
                 chunks.append(chunk)
             if not message.get("more_body", False):
                 break

@@ -35,11 +35,15 @@ def _schema(annotation: Any, components: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def route_openapi(spec: EndpointSpec, options: dict[str, Any]) -> dict[str, Any]:
+def route_openapi(
+    spec: EndpointSpec, options: dict[str, Any], max_body_size: int | None
+) -> dict[str, Any]:
     """Fill a route's `responses` and `openapi_extra` options; return its components."""
     components: dict[str, Any] = {}
     responses = deepcopy(options.get("responses") or {})
     extra = deepcopy(options.get("openapi_extra") or {})
+    if max_body_size is not None:
+        responses.setdefault(413, {"description": "Content Too Large"})
     body = spec.body
     if body is not None:
         extra["requestBody"] = {

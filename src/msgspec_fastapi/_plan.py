@@ -114,6 +114,8 @@ class RoutePlan:
     strict_content_type: bool
     status_code: int
     direct: DirectPlan | None
+    # Enforced by the request path only where FastAPI does not (before 0.164); -1: none.
+    max_body_size: int = -1
 
 
 def _untyped_hook(value: Any) -> Any:

@@ -56,6 +56,11 @@ def unsupported_media_type() -> HTTPException:
     return HTTPException(415, UNSUPPORTED_MEDIA_TYPE_DETAIL)
 
 
+def body_too_large() -> HTTPException:
+    """FastAPI's 413, for FastAPI versions that do not enforce `max_body_size` themselves."""
+    return HTTPException(413, "Content Too Large")
+
+
 def malformed_json(exc: BaseException) -> HTTPException:
     return HTTPException(400, MALFORMED_PREFIX + str(exc))
 
@@ -98,6 +103,16 @@ class PreparedResponse(Response):
         self.status_code = status_code
         self.raw_headers = raw_headers
         self.background = background
+
+
+class NoResponse(Response):
+    """What the delegated tier answers a client that left mid-body: nothing at all."""
+
+    def __init__(self) -> None:
+        self.background = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        return None
 
 
 __all__ = [
