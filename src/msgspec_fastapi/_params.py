@@ -141,10 +141,13 @@ def _string_normalizer(annotation: Any) -> Callable[[Any], Any] | None:
             return lambda value: value.encode() if isinstance(value, str) else value
         return None
     lax = validator.validate_python
+    plain_ints = annotation is int
 
     def normalize(value: Any) -> Any:
         if not isinstance(value, str):
             return value
+        if plain_ints and len(value) < 19 and value.isascii() and value.isdigit():
+            return int(value)  # the common case, read exactly as pydantic reads it
         try:
             return lax(value)
         except ValueError as exc:
