@@ -638,20 +638,72 @@ def test_background_tasks_in_a_dependency_run() -> None:
     assert done == ["audited"]
 
 
-# -- FastAPI's request body limit (FastAPI 0.164+) ----------------------------------------------
+# -- request body limits (max_body_size) ----------------------------------------------------------
 
-HAS_BODY_LIMIT = "max_body_size" in inspect.signature(APIRouter.__init__).parameters
-needs_body_limit = pytest.mark.skipif(
-    not HAS_BODY_LIMIT, reason="this FastAPI has no max_body_size option"
+FASTAPI_HAS_BODY_LIMIT = "max_body_size" in inspect.signature(APIRouter.__init__).parameters
+needs_fastapi_body_limit = pytest.mark.skipif(
+    not FASTAPI_HAS_BODY_LIMIT, reason="this FastAPI has no max_body_size option (< 0.164)"
 )
 BIG_CITY = {"name": "x" * 200, "population": 1}
 
 
-@needs_body_limit
-def test_router_body_limit_rejects_a_larger_body_as_fastapi_does(tier: str) -> None:
+def test_router_body_limit_rejects_a_larger_body_with_413(tier: str) -> None:
+    dependencies = [Depends(lambda: None)] if tier == "delegated" else []
+    router = MsgspecRouter(max_body_size=100, dependencies=dependencies)
+
+    @router.post("/cities")
+    async def create(city: City) -> City:
+        return city
+
+    client = client_for(router)
+
+    assert client.post("/cities", json=BIG_CITY).status_code == 413
+    assert client.post("/cities", json=OSLO).json() == OSLO
+
+
+def test_route_body_limit_rejects_a_larger_body_with_413(router: MsgspecRouter) -> None:
+    async def create(city: City) -> City:
+        return city
+
+    router.add_api_route("/cities", create, methods=["POST"], max_body_size=100)
+    client = client_for(router)
+
+    assert client.post("/cities", json=BIG_CITY).status_code == 413
+    assert client.post("/cities", json=OSLO).json() == OSLO
+
+
+def test_decorator_body_limit_rejects_a_larger_body_with_413(router: MsgspecRouter) -> None:
+    @router.post("/cities", max_body_size=100)
+    async def create(city: City) -> City:
+        return city
+
+    @router.post("/unlimited")
+    async def unlimited(city: City) -> City:
+        return city
+
+    client = client_for(router)
+
+    assert client.post("/cities", json=BIG_CITY).status_code == 413
+    assert client.post("/unlimited", json=BIG_CITY).status_code == 200
+
+
+def test_body_limit_413_is_sent_before_dependencies_run() -> None:
+    runs: list[str] = []
+    router = MsgspecRouter(max_body_size=100, dependencies=[Depends(lambda: runs.append("x"))])
+
+    @router.post("/cities")
+    async def create(city: City) -> City:
+        return city
+
+    assert client_for(router).post("/cities", json=BIG_CITY).status_code == 413
+    assert runs == []
+
+
+@needs_fastapi_body_limit
+def test_router_body_limit_answers_as_fastapi_does(tier: str) -> None:
     dependencies = [Depends(lambda: None)] if tier == "delegated" else []
     ours = MsgspecRouter(prefix="/msgspec", max_body_size=100, dependencies=dependencies)
-    plain = APIRouter(prefix="/plain", max_body_size=100)
+    plain = APIRouter(prefix="/plain", max_body_size=100)  # type: ignore[call-arg]
 
     class CityModel(pydantic.BaseModel):
         name: str
@@ -669,31 +721,19 @@ def test_router_body_limit_rejects_a_larger_body_as_fastapi_does(tier: str) -> N
     fastapi_response = client.post("/plain/cities", json=BIG_CITY)
     response = client.post("/msgspec/cities", json=BIG_CITY)
 
-    assert fastapi_response.status_code == 413
-    assert response.status_code == 413
-    assert client.post("/msgspec/cities", json=OSLO).json() == OSLO
+    assert response.status_code == fastapi_response.status_code == 413
+    assert response.headers.items() == fastapi_response.headers.items()
+    assert response.content == fastapi_response.content
 
 
-@needs_body_limit
-def test_route_body_limit_rejects_a_larger_body(router: MsgspecRouter) -> None:
-    async def create(city: City) -> City:
-        return city
-
-    router.add_api_route("/cities", create, methods=["POST"], max_body_size=100)
-    client = client_for(router)
-
-    assert client.post("/cities", json=BIG_CITY).status_code == 413
-    assert client.post("/cities", json=OSLO).json() == OSLO
-
-
-@needs_body_limit
+@needs_fastapi_body_limit
 def test_include_body_limit_applies_to_that_inclusion(router: MsgspecRouter) -> None:
     @router.post("/cities")
     async def create(city: City) -> City:
         return city
 
     app = FastAPI()
-    app.include_router(router, prefix="/small", max_body_size=100)
+    app.include_router(router, prefix="/small", max_body_size=100)  # type: ignore[call-arg]
     app.include_router(router, prefix="/large")
     client = TestClient(app)
 

@@ -198,3 +198,23 @@ def test_pydantic_route_on_a_msgspec_router_is_documented_by_fastapi() -> None:
     body = document["paths"]["/items"]["post"]["requestBody"]["content"]["application/json"]
     assert body["schema"] == {"$ref": "#/components/schemas/Item"}
     assert "quantity" in document["components"]["schemas"]["Item"]["properties"]
+
+
+def test_response_model_filtering_options_still_work_for_a_pydantic_response_model() -> None:
+    router = MsgspecRouter()
+
+    @router.get("/item", response_model=Item, response_model_exclude={"quantity"})
+    async def item():
+        return Item(name="pen", quantity=1)
+
+    assert client_for(router).get("/item").json() == {"name": "pen"}
+
+
+def test_response_model_by_alias_false_still_works_for_a_pydantic_response_model() -> None:
+    router = MsgspecRouter()
+
+    @router.get("/person", response_model=Person, response_model_by_alias=False)
+    async def person():
+        return Person(full_name="Ada Lovelace")
+
+    assert client_for(router).get("/person").json() == {"full_name": "Ada Lovelace"}
