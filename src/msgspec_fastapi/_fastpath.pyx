@@ -23,6 +23,9 @@ from msgspec_fastapi._shared import (
     CONTAINER_TUPLE,
     CONTENT_LENGTH,
     JSON_CONTENT_TYPE,
+    MATCH_FULL,
+    MATCH_NONE,
+    MATCH_PARTIAL,
     MISSING,
     OUTPUT_TRUSTED,
     OUTPUT_UNTYPED,
@@ -34,6 +37,8 @@ from msgspec_fastapi._shared import (
     RequestValidationError,
     body_invalid,
     body_missing,
+    body_too_large,
+    get_route_path,
     malformed_json,
     nested_too_deeply,
     response_invalid,
@@ -61,6 +66,9 @@ cdef int in_tuple = CONTAINER_TUPLE
 cdef int at_path = PARAM_PATH
 cdef int at_query = PARAM_QUERY
 cdef int at_header = PARAM_HEADER
+cdef object match_full = MATCH_FULL
+cdef object match_partial = MATCH_PARTIAL
+cdef object match_none = MATCH_NONE
 
 
 cpdef bint is_json_media_type(bytes value):
@@ -89,17 +97,21 @@ cdef inline bint all_of_class(object items, object cls):
     return True
 
 
-async def receive_body(receive):
-    """The whole request body, as Starlette's `Request.body()` reads it."""
+async def receive_body(receive, Py_ssize_t limit):
+    """The whole request body; a 413 as soon as it exceeds `limit` (unless -1)."""
     cdef list chunks = []
     cdef dict message
     cdef bytes chunk
+    cdef Py_ssize_t total = 0
     while True:
         message = await receive()
         kind = message["type"]
         if kind == "http.request":
             chunk = message.get("body", b"")
             if chunk:
+                total += len(chunk)
+                if 0 <= limit < total:
+                    raise body_too_large()
                 chunks.append(chunk)
             if not message.get("more_body", False):
                 break
@@ -163,6 +175,44 @@ cdef dict parse_cookies(list headers):
     return cookies
 
 
+cdef class RouteMatcher:
+    """Matches requests to one included route; see `_fastpath_py.RouteMatcher`."""
+
+    cdef object route
+    cdef object path_regex
+    cdef dict convertors
+    cdef object endpoint
+    cdef frozenset methods
+
+    def __init__(self, route, path_regex, dict convertors, endpoint, methods):
+        self.route = route
+        self.path_regex = path_regex
+        self.convertors = convertors
+        self.endpoint = endpoint
+        self.methods = frozenset(methods)
+
+    def match(self, dict scope):
+        cdef object path = scope["path"]
+        cdef dict params
+        cdef object inherited
+        if scope.get("root_path"):
+            path = get_route_path(scope)
+        found = self.path_regex.match(path)
+        if found is None:
+            return match_none, {}
+        params = found.groupdict()
+        if params:
+            for key, value in params.items():
+                params[key] = self.convertors[key].convert(value)
+        inherited = scope.get("path_params")
+        if inherited:
+            params = {**inherited, **params}
+        cdef dict child = {"endpoint": self.endpoint, "path_params": params, "route": self.route}
+        if scope["method"] not in self.methods:
+            return match_partial, child
+        return match_full, child
+
+
 cdef class SendTracker:
     """Wraps `send` to learn whether the response has started."""
 
@@ -195,6 +245,7 @@ cdef class RouteRuntime:
     cdef object trusted_class
     cdef int container
     cdef int status_code
+    cdef Py_ssize_t max_body_size
     cdef bint is_direct
     cdef object endpoint
     cdef bint is_coroutine
@@ -219,6 +270,7 @@ cdef class RouteRuntime:
             self.trusted_class = output.trusted_class
             self.container = output.container
         self.status_code = plan.status_code
+        self.max_body_size = plan.max_body_size
         direct = plan.direct
         self.is_direct = direct is not None
         if direct is not None:
@@ -241,8 +293,28 @@ cdef class RouteRuntime:
         if self.strict_content_type:
             raise unsupported_media_type()
 
+    cpdef check_declared_length(self, list headers):
+        """413 before reading, when Content-Length already exceeds the route's limit."""
+        cdef bytes name, value
+        cdef object declared
+        for name, value in headers:
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    return
+                if declared > self.max_body_size:
+                    raise body_too_large()
+                return
+
+    async def read_raw(self, scope, receive):
+        if self.max_body_size < 0:
+            return await receive_body(receive, -1)
+        self.check_declared_length(scope["headers"])
+        return await receive_body(receive, self.max_body_size)
+
     async def read_body(self, scope, receive):
-        return self.parse_body(scope, await receive_body(receive))
+        return self.parse_body(scope, await self.read_raw(scope, receive))
 
     def parse_body(self, scope, bytes raw):
         if not raw:
@@ -354,6 +426,8 @@ cdef class RouteRuntime:
         cdef object error = None
         try:
             await self.run(scope, receive, tracker)
+        except ClientDisconnect:
+            return
         except Exception as exc:
             error = exc
         if error is not None:
@@ -369,6 +443,8 @@ cdef class RouteRuntime:
         cdef bytes payload
         if self.has_body:
             body = await self.read_body(scope, receive)
+        elif self.max_body_size >= 0:
+            self.check_declared_length(scope["headers"])
         values, errors = self.extract_params(scope)
         if errors:
             raise RequestValidationError(errors)

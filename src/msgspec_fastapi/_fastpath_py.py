@@ -14,6 +14,9 @@ Both twins implement one contract over a route's plan (`_plan.RoutePlan`):
   of exactly the declared Struct class (and containers of them) are trusted and encoded
   once, other values are validated against the declared type first (a failure raises
   `ResponseValidationError`), and untyped routes are encoded as they are.
+- `RouteMatcher(route, path_regex, convertors, endpoint, methods).match(scope)` is the
+  router's test of whether a request is for an included route, run for every route the
+  router tries (twice per request), with FastAPI's result.
 - `runtime.respond(result, status_code, extra_headers)` is `encode` plus a Response
   object, for the delegated tier where FastAPI's handler expects one.
 - `await runtime(scope, receive, send)` is the direct tier's whole ASGI app: body, then
@@ -46,6 +49,9 @@ from ._shared import (
     CONTAINER_TUPLE,
     CONTENT_LENGTH,
     JSON_CONTENT_TYPE,
+    MATCH_FULL,
+    MATCH_NONE,
+    MATCH_PARTIAL,
     MISSING,
     OUTPUT_TRUSTED,
     OUTPUT_UNTYPED,
@@ -57,6 +63,8 @@ from ._shared import (
     RequestValidationError,
     body_invalid,
     body_missing,
+    body_too_large,
+    get_route_path,
     malformed_json,
     nested_too_deeply,
     response_invalid,
@@ -85,6 +93,39 @@ def json_headers(status_code: int, body: bytes) -> list[tuple[bytes, bytes]]:
     if not body_allowed(status_code):
         return [JSON_CONTENT_TYPE]
     return [(CONTENT_LENGTH, str(len(body)).encode("latin-1")), JSON_CONTENT_TYPE]
+
+
+class RouteMatcher:
+    """Matches requests to one included route, as FastAPI would; built at registration."""
+
+    def __init__(
+        self, route: Any, path_regex: Any, convertors: dict[str, Any], endpoint: Any, methods: Any
+    ) -> None:
+        self.route = route
+        self.path_regex = path_regex
+        self.convertors = convertors
+        self.endpoint = endpoint
+        self.methods = methods
+
+    def match(self, scope: Scope) -> tuple[Any, dict[str, Any]]:
+        path = scope["path"]
+        if scope.get("root_path"):
+            path = get_route_path(scope)
+        found = self.path_regex.match(path)
+        if found is None:
+            return MATCH_NONE, {}
+        params = found.groupdict()
+        if params:
+            convertors = self.convertors
+            for key, value in params.items():
+                params[key] = convertors[key].convert(value)
+        inherited = scope.get("path_params")
+        if inherited:
+            params = {**inherited, **params}
+        child = {"endpoint": self.endpoint, "path_params": params, "route": self.route}
+        if scope["method"] not in self.methods:
+            return MATCH_PARTIAL, child
+        return MATCH_FULL, child
 
 
 class SendTracker:
@@ -123,6 +164,7 @@ class RouteRuntime:
             self.trusted_class = output.trusted_class
             self.container = output.container
         self.status_code = plan.status_code
+        self.max_body_size = plan.max_body_size
         direct = plan.direct
         self.is_direct = direct is not None
         if direct is not None:
@@ -146,8 +188,26 @@ class RouteRuntime:
             # preflight, so FastAPI's strict_content_type refuses to read it as JSON.
             raise unsupported_media_type()
 
+    def check_declared_length(self, headers: list[tuple[bytes, bytes]]) -> None:
+        """413 before reading, when Content-Length already exceeds the route's limit."""
+        for name, value in headers:
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    return
+                if declared > self.max_body_size:
+                    raise body_too_large()
+                return
+
+    async def read_raw(self, scope: Scope, receive: Receive) -> bytes:
+        if self.max_body_size < 0:
+            return await receive_body(receive, -1)
+        self.check_declared_length(scope["headers"])
+        return await receive_body(receive, self.max_body_size)
+
     async def read_body(self, scope: Scope, receive: Receive) -> Any:
-        return self.parse_body(scope, await receive_body(receive))
+        return self.parse_body(scope, await self.read_raw(scope, receive))
 
     def parse_body(self, scope: Scope, raw: bytes) -> Any:
         if not raw:
@@ -258,6 +318,8 @@ class RouteRuntime:
         error: Exception | None = None
         try:
             await self.run(scope, receive, tracker)
+        except ClientDisconnect:
+            return  # the client is gone: nothing to answer, nothing to raise
         except Exception as exc:
             error = exc
         if error is not None:
@@ -268,6 +330,8 @@ class RouteRuntime:
         body: Any = None
         if self.has_body:
             body = await self.read_body(scope, receive)
+        elif self.max_body_size >= 0:
+            self.check_declared_length(scope["headers"])
         values, errors = self.extract_params(scope)
         if errors:
             raise RequestValidationError(errors)
@@ -296,15 +360,22 @@ class RouteRuntime:
         await send({"type": "http.response.body", "body": payload})
 
 
-async def receive_body(receive: Receive) -> bytes:
-    """The whole request body, as Starlette's `Request.body()` reads it."""
+async def receive_body(receive: Receive, limit: int) -> bytes:
+    """The whole request body, as Starlette's `Request.body()` reads it.
+
+    With a limit (not -1), reading stops with a 413 as soon as the body exceeds it.
+    """
     chunks: list[bytes] = []
+    total = 0
     while True:
         message = await receive()
         kind = message["type"]
         if kind == "http.request":
             chunk = message.get("body", b"")
             if chunk:
+                total += len(chunk)
+                if 0 <= limit < total:
+                    raise body_too_large()
                 chunks.append(chunk)
             if not message.get("more_body", False):
                 break

@@ -35,11 +35,15 @@ def _schema(annotation: Any, components: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def route_openapi(spec: EndpointSpec, options: dict[str, Any]) -> dict[str, Any]:
+def route_openapi(
+    spec: EndpointSpec, options: dict[str, Any], max_body_size: int | None
+) -> dict[str, Any]:
     """Fill a route's `responses` and `openapi_extra` options; return its components."""
     components: dict[str, Any] = {}
     responses = deepcopy(options.get("responses") or {})
     extra = deepcopy(options.get("openapi_extra") or {})
+    if max_body_size is not None:
+        responses.setdefault(413, {"description": "Content Too Large"})
     body = spec.body
     if body is not None:
         extra["requestBody"] = {
@@ -87,8 +91,9 @@ def _parameter_fields(dependant: Any) -> list[Any]:
     return fields
 
 
-def _replace_parameter_schemas(document: dict[str, Any], route: Any) -> None:
-    fields = [f for f in _parameter_fields(route.dependant) if getattr(f, "msgspec_schema", None)]
+def _parameter_schemas(document: dict[str, Any], route: Any, components: dict[str, Any]) -> None:
+    """Replace FastAPI's schemas of msgspec-converted parameters with msgspec's own."""
+    fields = [f for f in _parameter_fields(route.dependant) if hasattr(f, "msgspec_target")]
     if not fields:
         return
     for method in route.methods or ():
@@ -97,14 +102,29 @@ def _replace_parameter_schemas(document: dict[str, Any], route: Any) -> None:
             continue
         for parameter in operation.get("parameters", []):
             for field in fields:
-                if parameter["in"] == field.field_info.in_.value and parameter["name"] == (
-                    field.alias
-                ):
-                    schema = deepcopy(field.msgspec_schema)
-                    for key in ("title", "description", "default"):
-                        if key in parameter.get("schema", {}):
-                            schema[key] = parameter["schema"][key]
-                    parameter["schema"] = schema
+                where = (field.field_info.in_.value, field.alias)
+                if (parameter["in"], parameter["name"]) != where:
+                    continue
+                schema = _schema(field.msgspec_target, components)
+                for key in ("title", "description", "default"):
+                    if key in parameter.get("schema", {}):
+                        schema[key] = parameter["schema"][key]
+                parameter["schema"] = schema
+
+
+def _same_enum(ours: dict[str, Any], theirs: dict[str, Any]) -> bool:
+    """Whether FastAPI's schema of a component describes the same enum as msgspec's."""
+    return "enum" in ours and ours.get("enum") == theirs.get("enum")
+
+
+def _merge_into_document(schemas: dict[str, Any], ours: dict[str, Any]) -> None:
+    """Add msgspec's components to the document's; an enum FastAPI also described (for a
+    Pydantic-typed parameter, say) keeps msgspec's wording of the same values."""
+    for name, schema in ours.items():
+        existing = schemas.get(name)
+        if existing is not None and existing != schema and not _same_enum(schema, existing):
+            raise ValueError(f"Conflicting OpenAPI component name: {name!r}")
+        schemas[name] = deepcopy(schema)
 
 
 def install_openapi(app: FastAPI, *routers: MsgspecRouter) -> None:
@@ -134,11 +154,12 @@ def install_openapi(app: FastAPI, *routers: MsgspecRouter) -> None:
         if app.openapi_schema is not None:
             return app.openapi_schema
         document = original()
-        schemas = document.setdefault("components", {}).setdefault("schemas", {})
-        merge_components(schemas, components)
+        ours = dict(components)
         for route in iter_route_contexts(app.routes):
             if isinstance(route.original_route, MsgspecRoute):
-                _replace_parameter_schemas(document, route)
+                _parameter_schemas(document, route, ours)
+        schemas = document.setdefault("components", {}).setdefault("schemas", {})
+        _merge_into_document(schemas, ours)
         app.openapi_schema = document
         return document
 

@@ -97,6 +97,10 @@ def _lax_scalar(annotation: Any) -> SchemaValidator | None:
     return None
 
 
+class LaxRefused(Exception):
+    """A string FastAPI would refuse for an int or bool parameter."""
+
+
 def _string_normalizer(annotation: Any) -> Callable[[Any], Any] | None:
     """A function that rewrites HTTP strings the way FastAPI coerces them, or None."""
     annotation = strip_annotated(annotation)
@@ -137,15 +141,17 @@ def _string_normalizer(annotation: Any) -> Callable[[Any], Any] | None:
             return lambda value: value.encode() if isinstance(value, str) else value
         return None
     lax = validator.validate_python
+    plain_ints = annotation is int
 
     def normalize(value: Any) -> Any:
         if not isinstance(value, str):
             return value
+        if plain_ints and len(value) < 19 and value.isascii() and value.isdigit():
+            return int(value)  # the common case, read exactly as pydantic reads it
         try:
             return lax(value)
-        except ValueError:
-            # Leave it to msgspec, which reports the error in its own words.
-            return value
+        except ValueError as exc:
+            raise LaxRefused from exc
 
     return normalize
 
@@ -160,7 +166,12 @@ def make_converter(target: Any, strict: bool) -> Converter:
     ) -> tuple[Any, list[dict[str, Any]]]:
         try:
             if normalize is not None:
-                value = normalize(value)
+                try:
+                    value = normalize(value)
+                except LaxRefused:
+                    # msgspec's lax mode would take "1e3"; FastAPI does not. A strict
+                    # conversion refuses it too, and words the error as msgspec does.
+                    return convert(value, type=target, strict=True), []
             return convert(value, type=target, strict=strict), []
         except (msgspec.ValidationError, ValueError, TypeError, OverflowError) as exc:
             return None, [{"loc": loc, "msg": str(exc), "type": "value_error.msgspec"}]
@@ -173,8 +184,9 @@ def parameter_target(annotation: Any, metadata: Iterable[Any], where: str) -> tu
     target, strict = _constrain(annotation, metadata, where)
     try:
         msgspec.json.Decoder(type=target)
-    except TypeError as exc:
-        raise TypeError(f"{where}: msgspec cannot convert this type ({exc})") from exc
+        msgspec.json.schema(target)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{where}: msgspec does not support this type ({exc})") from exc
     return target, strict
 
 
@@ -225,7 +237,7 @@ def prepare_dependant(dependant: Any) -> None:
     """
     for group in _GROUPS:
         for field in getattr(dependant, group):
-            if getattr(field, "msgspec_schema", None) is not None:
+            if getattr(field, "msgspec_target", None) is not None:
                 continue
             info = field.field_info
             if mentions_pydantic(info.annotation):
@@ -233,7 +245,7 @@ def prepare_dependant(dependant: Any) -> None:
             where = f"parameter {field.name!r}"
             target, strict = parameter_target(info.annotation, info.metadata, where)
             field.validate = make_converter(target, strict)
-            field.msgspec_schema = msgspec.json.schema(target)
+            field.msgspec_target = target
     for dependency in dependant.dependencies:
         prepare_dependant(dependency)
 
@@ -248,7 +260,7 @@ def direct_param_specs(dependant: Any) -> tuple[ParamSpec, ...] | None:
     for group in _GROUPS:
         for field in getattr(dependant, group):
             info = field.field_info
-            if getattr(field, "msgspec_schema", None) is None:
+            if getattr(field, "msgspec_target", None) is None:
                 return None
             if info.validation_alias is not None and not isinstance(info.validation_alias, str):
                 return None

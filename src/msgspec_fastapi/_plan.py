@@ -114,6 +114,8 @@ class RoutePlan:
     strict_content_type: bool
     status_code: int
     direct: DirectPlan | None
+    # Enforced by the request path only where FastAPI does not (before 0.164); -1: none.
+    max_body_size: int = -1
 
 
 def _untyped_hook(value: Any) -> Any:
@@ -245,7 +247,10 @@ def _output_plan(
             if options.get(option):
                 raise TypeError(f"{where}: {option} is not supported for msgspec responses")
         if options.get("response_model_by_alias", True) is False:
-            raise TypeError(f"{where}: msgspec responses always use the encoded field names")
+            raise TypeError(
+                f"{where}: response_model_by_alias=False is not supported, msgspec "
+                "responses always use the encoded field names"
+            )
         if options.get("status_code") in (204, 205, 304):
             raise TypeError(f"{where}: status code {options['status_code']} has no body")
         if not untyped_allowed:

@@ -12,6 +12,13 @@ from fastapi.exceptions import RequestValidationError, ResponseValidationError
 from starlette.background import BackgroundTask
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
+from starlette.routing import Match
+
+from ._compat import get_route_path
+
+MATCH_FULL = Match.FULL
+MATCH_PARTIAL = Match.PARTIAL
+MATCH_NONE = Match.NONE
 
 JSON_CONTENT_TYPE = (b"content-type", b"application/json")
 CONTENT_LENGTH = b"content-length"
@@ -54,6 +61,11 @@ PARAM_COOKIE = 3
 
 def unsupported_media_type() -> HTTPException:
     return HTTPException(415, UNSUPPORTED_MEDIA_TYPE_DETAIL)
+
+
+def body_too_large() -> HTTPException:
+    """FastAPI's 413, for FastAPI versions that do not enforce `max_body_size` themselves."""
+    return HTTPException(413, "Content Too Large")
 
 
 def malformed_json(exc: BaseException) -> HTTPException:
@@ -100,9 +112,20 @@ class PreparedResponse(Response):
         self.background = background
 
 
+class NoResponse(Response):
+    """What the delegated tier answers a client that left mid-body: nothing at all."""
+
+    def __init__(self) -> None:
+        self.background = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        return None
+
+
 __all__ = [
     "ClientDisconnect",
     "HTTPException",
     "RequestValidationError",
     "ResponseValidationError",
+    "get_route_path",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Coroutine
+from contextvars import ContextVar
 from functools import wraps
 from typing import Any
 
@@ -20,20 +21,58 @@ from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Match
 from starlette.types import Receive, Scope, Send
 
 from . import _compat
-from ._impl import RouteRuntime
+from ._impl import RouteMatcher, RouteRuntime
 from ._openapi import merge_components, route_openapi
 from ._params import direct_param_specs, prepare_dependant
 from ._plan import DirectPlan, EndpointSpec, RoutePlan, analyze_endpoint
-from ._shared import RequestValidationError
+from ._shared import ClientDisconnect, NoResponse, RequestValidationError
 from .responses import MsgspecJSONResponse
 
 # Where the delegated tier leaves (runtime, decoded body) for the endpoint wrapper.
 _SCOPE_KEY = "msgspec_fastapi"
 _SPEC_ATTR = "__msgspec_spec__"
 _DIRECT_ATTR = "_msgspec_direct_app"
+_MATCHER_ATTR = "_msgspec_matcher"
+
+# Before FastAPI 0.164 the router carries `max_body_size` itself: from a route decorator
+# to add_api_route, and from there to the route being built.
+_DECORATOR_LIMIT: ContextVar[int | None] = ContextVar("msgspec_decorator_limit", default=None)
+_ROUTE_LIMIT: ContextVar[int | None] = ContextVar("msgspec_route_limit", default=None)
+
+
+def _check_limit(max_body_size: int | None) -> None:
+    if max_body_size is None:
+        return
+    if isinstance(max_body_size, bool) or not isinstance(max_body_size, int) or max_body_size < 0:
+        raise ValueError("max_body_size must be a non-negative integer or None")
+
+
+def _accepting_max_body_size(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A route decorator of APIRouter that also takes `max_body_size`."""
+
+    @wraps(method)
+    def decorator_factory(
+        self: Any, *args: Any, max_body_size: int | None = None, **kw: Any
+    ) -> Any:
+        decorator = method(self, *args, **kw)
+        if max_body_size is None:
+            return decorator
+        _check_limit(max_body_size)
+
+        def register(func: Callable[..., Any]) -> Any:
+            token = _DECORATOR_LIMIT.set(max_body_size)
+            try:
+                return decorator(func)
+            finally:
+                _DECORATOR_LIMIT.reset(token)
+
+        return register
+
+    return decorator_factory
 
 
 def _resolve(value: Any) -> Any:
@@ -97,6 +136,8 @@ class MsgspecRoute(APIRoute):
     """An APIRoute whose body and response go through the msgspec request path."""
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        # Only used before FastAPI 0.164, which has no max_body_size of its own.
+        self.msgspec_max_body_size = _ROUTE_LIMIT.get()
         super().__init__(path, endpoint, **kwargs)
         direct = getattr(self, _DIRECT_ATTR, None)
         if direct is not None:
@@ -105,6 +146,9 @@ class MsgspecRoute(APIRoute):
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         context = _compat.building_context()
         target: Any = context if context is not None and context.original_route is self else self
+        if target is context:
+            matcher = RouteMatcher(self, *_compat.included_match_data(context))
+            setattr(context, _MATCHER_ATTR, matcher)
         prepare_dependant(target.dependant)
         spec: EndpointSpec | None = getattr(self.endpoint, _SPEC_ATTR, None)
         handler = super().get_route_handler()
@@ -121,6 +165,7 @@ class MsgspecRoute(APIRoute):
             strict_content_type=bool(_resolve(target.strict_content_type)),
             status_code=target.status_code or 200,
             direct=_direct_plan(spec, target),
+            max_body_size=self._own_limit(),
         )
         runtime = RouteRuntime(plan)
         direct = None
@@ -130,18 +175,42 @@ class MsgspecRoute(APIRoute):
         if spec.body is None:
 
             async def handle(request: Request) -> Response:
+                if plan.max_body_size >= 0:
+                    runtime.check_declared_length(request.scope["headers"])
                 request.scope[_SCOPE_KEY] = (runtime, None)
                 return await handler(request)
 
             return handle
 
+        enforce_limit = plan.max_body_size >= 0
+
         async def handle_with_body(request: Request) -> Response:
+            try:
+                if enforce_limit:
+                    raw = await runtime.read_raw(request.scope, request.receive)
+                    request._body = raw  # so that dependencies can still read it
+                else:
+                    raw = await request.body()
+            except ClientDisconnect:
+                return NoResponse()
             # 415 and 400 are sent here, before any dependency runs.
-            body = runtime.parse_body(request.scope, await request.body())
+            body = runtime.parse_body(request.scope, raw)
             request.scope[_SCOPE_KEY] = (runtime, body)
             return await handler(request)
 
         return handle_with_body
+
+    def _own_limit(self) -> int:
+        """The body limit the request path enforces: -1 where FastAPI enforces its own."""
+        if _compat.HAS_NATIVE_BODY_LIMIT or self.msgspec_max_body_size is None:
+            return -1
+        return self.msgspec_max_body_size
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        context = _compat.matched_context(scope)
+        if context is None or context.original_route is not self or scope["type"] != "http":
+            return super().matches(scope)
+        return getattr(context, _MATCHER_ATTR).match(scope)
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         context = _compat.matched_context(scope)
@@ -166,6 +235,10 @@ class MsgspecRouter(APIRouter):
         kwargs.setdefault("default_response_class", MsgspecJSONResponse)
         if not issubclass(kwargs["route_class"], MsgspecRoute):
             raise TypeError("route_class must be MsgspecRoute or a subclass of it")
+        if not _compat.HAS_NATIVE_BODY_LIMIT:
+            limit = kwargs.pop("max_body_size", None)
+            _check_limit(limit)
+            self.max_body_size = limit
         super().__init__(*args, **kwargs)
         self.msgspec_components: dict[str, Any] = {}
 
@@ -178,6 +251,23 @@ class MsgspecRouter(APIRouter):
         override = kwargs.get("route_class_override")
         if override is not None and not issubclass(override, MsgspecRoute):
             raise TypeError("route_class_override must be MsgspecRoute or a subclass of it")
+        if _compat.HAS_NATIVE_BODY_LIMIT:
+            limit = kwargs.get("max_body_size")
+            limit = limit if limit is not None else self.max_body_size
+        else:
+            limit = kwargs.pop("max_body_size", None)
+            _check_limit(limit)
+            for fallback in (_DECORATOR_LIMIT.get(), self.max_body_size):
+                limit = fallback if limit is None else limit
+        token = _ROUTE_LIMIT.set(limit)
+        try:
+            self._add_route(path, endpoint, limit, kwargs)
+        finally:
+            _ROUTE_LIMIT.reset(token)
+
+    def _add_route(
+        self, path: str, endpoint: Callable[..., Any], limit: int | None, kwargs: dict[str, Any]
+    ) -> None:
         if getattr(endpoint, _SPEC_ATTR, None) is not None:
             # Already analysed: a route copied from another MsgspecRouter.
             super().add_api_route(path, endpoint, **kwargs)
@@ -190,7 +280,7 @@ class MsgspecRouter(APIRouter):
         if spec is None:
             super().add_api_route(path, endpoint, **kwargs)
             return
-        components = route_openapi(spec, kwargs)
+        components = route_openapi(spec, kwargs, limit)
         if spec.output is not None:
             kwargs["response_model"] = None
             kwargs["response_class"] = MsgspecJSONResponse
@@ -203,3 +293,14 @@ class MsgspecRouter(APIRouter):
             del self.routes[count:]
             raise
         self.msgspec_components = merged
+
+    if not _compat.HAS_NATIVE_BODY_LIMIT:
+        api_route = _accepting_max_body_size(APIRouter.api_route)
+        get = _accepting_max_body_size(APIRouter.get)
+        put = _accepting_max_body_size(APIRouter.put)
+        post = _accepting_max_body_size(APIRouter.post)
+        delete = _accepting_max_body_size(APIRouter.delete)
+        options = _accepting_max_body_size(APIRouter.options)
+        head = _accepting_max_body_size(APIRouter.head)
+        patch = _accepting_max_body_size(APIRouter.patch)
+        trace = _accepting_max_body_size(APIRouter.trace)

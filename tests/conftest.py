@@ -1,0 +1,71 @@
+"""Shared fixtures, and the check that the expected request path was loaded.
+
+CI runs the suite twice: with the compiled module and with MSGSPEC_FASTAPI_PURE=1. It
+sets MSGSPEC_FASTAPI_EXPECT to "compiled" or "pure", and the session stops at once when
+the package picked the other one (a wheel that silently fell back to the pure twin, say).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import fastapi.routing
+import pytest
+from fastapi import Depends
+
+import msgspec_fastapi
+from msgspec_fastapi import MsgspecRouter
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"msgspec_fastapi.IMPLEMENTATION: {msgspec_fastapi.IMPLEMENTATION}"
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    expected = os.environ.get("MSGSPEC_FASTAPI_EXPECT")
+    if expected and expected != msgspec_fastapi.IMPLEMENTATION:
+        pytest.exit(
+            f"MSGSPEC_FASTAPI_EXPECT={expected!r} but msgspec_fastapi.IMPLEMENTATION is "
+            f"{msgspec_fastapi.IMPLEMENTATION!r}",
+            returncode=3,
+        )
+
+
+def no_op_dependency() -> None:
+    """A dependency that does nothing; its presence alone moves a route off the direct tier."""
+
+
+@pytest.fixture(params=["direct", "delegated"])
+def tier(request: pytest.FixtureRequest) -> str:
+    """The tier the routes of the `router` fixture run on."""
+    return request.param
+
+
+@pytest.fixture
+def router(tier: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[MsgspecRouter]:
+    """A MsgspecRouter whose routes run on `tier`.
+
+    On "delegated" every route gets a no-op dependency, which is enough to make FastAPI
+    solve dependencies for it. On "direct" the fixture checks, after the test, that
+    FastAPI's dependency solving never ran: the routes really were served by the direct
+    tier, so a test that passes on both tiers exercised both.
+    """
+    solved: list[Any] = []
+    original = fastapi.routing.solve_dependencies
+
+    async def counting_solve_dependencies(*args: Any, **kwargs: Any) -> Any:
+        solved.append(getattr(kwargs.get("dependant"), "call", None))
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(fastapi.routing, "solve_dependencies", counting_solve_dependencies)
+    if tier == "delegated":
+        router = MsgspecRouter(dependencies=[Depends(no_op_dependency)])
+    else:
+        router = MsgspecRouter()
+    yield router
+    assert [route.tier for route in router.routes] == [tier] * len(router.routes)
+    if tier == "direct":
+        endpoints = {route.endpoint for route in router.routes}
+        assert not endpoints.intersection(solved), "a direct route went through FastAPI's handler"

@@ -1,0 +1,598 @@
+"""install_openapi: msgspec schemas in the OpenAPI document, and a document that validates."""
+
+import datetime
+import decimal
+import enum
+import uuid
+from typing import Annotated, Any, Generic, Literal, TypeVar
+
+import msgspec
+import pydantic
+import pytest
+from fastapi import APIRouter, Body, FastAPI, Header, Path, Query
+from fastapi.testclient import TestClient
+from openapi_spec_validator import validate
+
+from msgspec_fastapi import MsgspecRouter, install_openapi
+
+T = TypeVar("T")
+
+
+class City(msgspec.Struct):
+    name: str
+    population: int
+
+
+class Status(enum.Enum):
+    ACTIVE = "active"
+    RETIRED = "retired"
+
+
+class Cat(msgspec.Struct, tag="cat"):
+    lives: Annotated[int, msgspec.Meta(ge=0, le=9)]
+
+
+class Dog(msgspec.Struct, tag="dog"):
+    good: bool = True
+
+
+class Airport(msgspec.Struct, rename="camel", omit_defaults=True):
+    iata_code: Annotated[str, msgspec.Meta(pattern="^[A-Z]{3}$")]
+    opened_at: datetime.datetime
+    status: Status = Status.ACTIVE
+    elevation_m: float | None = None
+    tags: list[str] = []
+    fee: decimal.Decimal | None = None
+    ident: uuid.UUID | None = None
+
+
+class Page(msgspec.Struct, Generic[T]):
+    items: list[T]
+    total: Annotated[int, msgspec.Meta(ge=0)]
+    next_cursor: str | None = None
+
+
+class Note(pydantic.BaseModel):
+    text: str = pydantic.Field(max_length=10)
+
+
+def document_for(app: FastAPI) -> dict[str, Any]:
+    document = app.openapi()
+    validate(document)
+    return document
+
+
+def operation(document: dict[str, Any], path: str, method: str) -> dict[str, Any]:
+    return document["paths"][path][method]
+
+
+def resolve(document: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    ref = schema["$ref"]
+    assert ref.startswith("#/components/schemas/")
+    return document["components"]["schemas"][ref.removeprefix("#/components/schemas/")]
+
+
+def city_app() -> FastAPI:
+    router = MsgspecRouter()
+
+    @router.post("/cities/{country}", status_code=201)
+    async def create(
+        country: Annotated[str, Path(max_length=2)],
+        city: City,
+        limit: Annotated[int, Query(ge=1)] = 5,
+    ) -> list[City]:
+        return [city]
+
+    app = FastAPI()
+    app.include_router(router)
+    install_openapi(app, router)
+    return app
+
+
+# -- what install_openapi adds --------------------------------------------------------------------
+
+
+def test_struct_schema_is_added_under_components() -> None:
+    document = document_for(city_app())
+
+    city = document["components"]["schemas"]["City"]
+    assert city["type"] == "object"
+    assert set(city["properties"]) == {"name", "population"}
+    assert city["required"] == ["name", "population"]
+
+
+def test_request_body_refers_to_the_struct_schema() -> None:
+    document = document_for(city_app())
+
+    body = operation(document, "/cities/{country}", "post")["requestBody"]
+    assert body["required"] is True
+    schema = body["content"]["application/json"]["schema"]
+    assert resolve(document, schema) == document["components"]["schemas"]["City"]
+
+
+def test_response_schema_is_documented_under_the_route_status_code() -> None:
+    document = document_for(city_app())
+
+    responses = operation(document, "/cities/{country}", "post")["responses"]
+    schema = responses["201"]["content"]["application/json"]["schema"]
+    assert schema["type"] == "array"
+    assert resolve(document, schema["items"])["title"] == "City"
+
+
+def test_400_and_422_responses_are_documented_for_a_body_route() -> None:
+    document = document_for(city_app())
+
+    responses = operation(document, "/cities/{country}", "post")["responses"]
+    assert "400" in responses
+    error = resolve(document, responses["422"]["content"]["application/json"]["schema"])
+    assert "detail" in error["properties"]
+
+
+def test_parameter_schemas_carry_the_constraints() -> None:
+    document = document_for(city_app())
+
+    parameters = {
+        p["name"]: p for p in operation(document, "/cities/{country}", "post")["parameters"]
+    }
+    assert parameters["limit"]["in"] == "query"
+    assert parameters["limit"]["schema"]["type"] == "integer"
+    assert parameters["limit"]["schema"]["minimum"] == 1
+    assert parameters["limit"]["schema"]["default"] == 5
+    assert parameters["country"]["required"] is True
+    assert parameters["country"]["schema"]["maxLength"] == 2
+
+
+def test_msgspec_meta_constraint_on_a_parameter_is_documented() -> None:
+    router = MsgspecRouter()
+
+    @router.get("/cities")
+    async def cities(
+        limit: Annotated[int, msgspec.Meta(ge=5, le=50)] = 10,
+        code: Annotated[str | None, msgspec.Meta(pattern="^[A-Z]{2}$")] = None,
+    ) -> list[City]:
+        return []
+
+    app = FastAPI()
+    app.include_router(router)
+    install_openapi(app, router)
+    document = document_for(app)
+
+    parameters = {p["name"]: p for p in operation(document, "/cities", "get")["parameters"]}
+    assert parameters["limit"]["schema"]["minimum"] == 5
+    assert parameters["limit"]["schema"]["maximum"] == 50
+    assert parameters["limit"]["schema"]["default"] == 10
+    assert "^[A-Z]{2}$" in msgspec.json.encode(parameters["code"]["schema"]).decode()
+
+
+def test_aliased_header_parameter_is_documented_by_its_alias() -> None:
+    router = MsgspecRouter()
+
+    @router.get("/trace")
+    async def trace(trace: Annotated[int, Header(alias="X-Trace", ge=0)] = 0) -> City:
+        return City(name="a", population=trace)
+
+    app = FastAPI()
+    app.include_router(router)
+    install_openapi(app, router)
+    document = document_for(app)
+
+    (parameter,) = operation(document, "/trace", "get")["parameters"]
+    assert (parameter["name"], parameter["in"]) == ("X-Trace", "header")
+    assert parameter["schema"]["minimum"] == 0
+
+
+def test_optional_body_is_documented_as_not_required() -> None:
+    router = MsgspecRouter()
+
+    @router.post("/cities")
+    async def create(city: City | None = Body(default=None)) -> None:
+        return None
+
+    app = FastAPI()
+    app.include_router(router)
+    install_openapi(app, router)
+    document = document_for(app)
+
+    assert operation(document, "/cities", "post")["requestBody"]["required"] is False
+
+
+def test_embedded_body_is_documented_as_an_object_with_the_alias_key() -> None:
+    router = MsgspecRouter()
+
+    @router.post("/cities")
+    async def create(city: Annotated[City, Body(embed=True, alias="town")]) -> None:
+        return None
+
+    app = FastAPI()
+    app.include_router(router)
+    install_openapi(app, router)
+    document = document_for(app)
+
+    schema = operation(document, "/cities", "post")["requestBody"]["content"]["application/json"]
+    wrapper = resolve(document, schema["schema"])
+    assert list(wrapper["properties"]) == ["town"]
+    assert wrapper["required"] == ["town"]
+
+
+def test_served_openapi_json_is_the_installed_document() -> None:
+    app = city_app()
+
+    served = TestClient(app).get("/openapi.json").json()
+
+    assert served == app.openapi()
+    assert "City" in served["components"]["schemas"]
+
+
+def test_same_struct_in_several_routes_is_not_a_conflict() -> None:
+    router = MsgspecRouter()
+
+    @router.post("/a")
+    async def a(city: City) -> City:
+        return city
+
+    @router.put("/b")
+    async def b(city: City) -> list[City]:
+        return [city]
+
+    app = FastAPI()
+    app.include_router(router)
+    install_openapi(app, router)
+
+    assert "City" in document_for(app)["components"]["schemas"]
+
+
+# -- conflicting component names ------------------------------------------------------------------
+
+
+def other_city_class() -> type[msgspec.Struct]:
+    class City(msgspec.Struct):  # same name, different fields
+        title: str
+
+    return City
+
+
+def test_two_structs_with_one_name_in_a_router_are_rejected() -> None:
+    other = other_city_class()
+    router = MsgspecRouter()
+
+    @router.post("/a")
+    async def a(city: City) -> None: ...
+
+    with pytest.raises(ValueError, match="City"):
+        router.add_api_route("/b", lambda: None, methods=["GET"], response_model=other)
+
+
+def test_two_structs_with_one_name_in_two_routers_are_rejected() -> None:
+    other = other_city_class()
+    first, second = MsgspecRouter(), MsgspecRouter()
+
+    @first.post("/a")
+    async def a(city: City) -> None: ...
+
+    second.add_api_route("/b", lambda: None, methods=["GET"], response_model=other)
+    app = FastAPI()
+    app.include_router(first)
+    app.include_router(second)
+
+    with pytest.raises(ValueError, match="City"):
+        install_openapi(app, first, second)
+        app.openapi()
+
+
+def test_struct_with_the_name_of_a_pydantic_model_is_rejected() -> None:
+    class Note(msgspec.Struct):
+        body: int
+
+    def pydantic_note_class() -> type[pydantic.BaseModel]:
+        class Note(pydantic.BaseModel):
+            text: str
+
+        return Note
+
+    pydantic_note = pydantic_note_class()
+    plain = APIRouter()
+
+    @plain.post("/pydantic")
+    async def with_pydantic(note: pydantic_note) -> None: ...  # type: ignore[valid-type]
+
+    router = MsgspecRouter()
+
+    @router.post("/msgspec")
+    async def with_msgspec(note: Note) -> None: ...
+
+    app = FastAPI()
+    app.include_router(plain)
+    app.include_router(router)
+
+    with pytest.raises(ValueError, match="Note"):
+        install_openapi(app, router)
+        app.openapi()
+
+
+def test_enum_used_as_a_parameter_and_in_a_struct_is_documented_once() -> None:
+    class Filter(msgspec.Struct):
+        status: Status
+
+    router = MsgspecRouter()
+
+    @router.get("/airports")
+    async def airports(status: Status | None = None) -> Filter:
+        return Filter(status=status or Status.ACTIVE)
+
+    app = FastAPI()
+    app.include_router(router)
+    install_openapi(app, router)
+    document = document_for(app)
+
+    assert document["components"]["schemas"]["Status"]["enum"] == ["active", "retired"]
+
+
+def test_enum_query_parameter_is_documented() -> None:
+    router = MsgspecRouter()
+
+    @router.get("/airports")
+    async def airports(status: Status = Status.ACTIVE) -> City:
+        return City(name=status.value, population=0)
+
+    app = FastAPI()
+    app.include_router(router)
+    install_openapi(app, router)
+    document = document_for(app)
+
+    (parameter,) = operation(document, "/airports", "get")["parameters"]
+    schema = parameter["schema"]
+    assert (resolve(document, schema) if "$ref" in schema else schema)["enum"] == [
+        "active",
+        "retired",
+    ]
+
+
+# -- nested routers -------------------------------------------------------------------------------
+
+
+def nested_app() -> FastAPI:
+    inner = MsgspecRouter(prefix="/inner")
+
+    @inner.post("/cities/{city_id}")
+    async def create(city_id: int, city: City, limit: Annotated[int, Query(le=50)] = 5) -> City:
+        return city
+
+    outer = MsgspecRouter(prefix="/outer")
+
+    @outer.get("/page")
+    async def page() -> Page[City]:
+        return Page(items=[], total=0)
+
+    outer.include_router(inner)
+    api = APIRouter(prefix="/v1")
+    api.include_router(outer)
+    app = FastAPI()
+    app.include_router(api, prefix="/api")
+    install_openapi(app, outer)
+    return app
+
+
+def test_nested_router_paths_carry_every_prefix() -> None:
+    document = document_for(nested_app())
+
+    assert set(document["paths"]) == {
+        "/api/v1/outer/page",
+        "/api/v1/outer/inner/cities/{city_id}",
+    }
+
+
+def test_nested_router_components_are_installed_through_the_outer_router() -> None:
+    document = document_for(nested_app())
+
+    schemas = document["components"]["schemas"]
+    body = operation(document, "/api/v1/outer/inner/cities/{city_id}", "post")["requestBody"]
+    assert resolve(document, body["content"]["application/json"]["schema"]) == schemas["City"]
+    response = operation(document, "/api/v1/outer/page", "get")["responses"]["200"]
+    page = resolve(document, response["content"]["application/json"]["schema"])
+    assert set(page["properties"]) == {"items", "total", "next_cursor"}
+
+
+def test_nested_router_parameter_schemas_are_replaced() -> None:
+    document = document_for(nested_app())
+
+    parameters = operation(document, "/api/v1/outer/inner/cities/{city_id}", "post")["parameters"]
+    limit = next(p for p in parameters if p["name"] == "limit")
+    assert limit["schema"]["maximum"] == 50
+
+
+def test_nested_routes_serve_requests() -> None:
+    client = TestClient(nested_app())
+
+    response = client.post("/api/v1/outer/inner/cities/1", json={"name": "a", "population": 1})
+
+    assert response.json() == {"name": "a", "population": 1}
+    assert client.get("/api/v1/outer/page").json() == {
+        "items": [],
+        "total": 0,
+        "next_cursor": None,
+    }
+
+
+def test_router_included_twice_is_documented_under_both_prefixes() -> None:
+    router = MsgspecRouter()
+
+    @router.post("/cities")
+    async def create(city: City) -> City:
+        return city
+
+    app = FastAPI()
+    app.include_router(router, prefix="/v1")
+    app.include_router(router, prefix="/v2")
+    install_openapi(app, router)
+    document = document_for(app)
+
+    for path in ("/v1/cities", "/v2/cities"):
+        body = operation(document, path, "post")["requestBody"]["content"]["application/json"]
+        assert resolve(document, body["schema"])["title"] == "City"
+
+
+# -- a rich application validates ---------------------------------------------------------------
+
+
+def rich_app() -> FastAPI:
+    airports = MsgspecRouter(prefix="/airports", tags=["airports"])
+
+    @airports.get("")
+    async def list_airports(
+        since: datetime.datetime | None = None,
+        limit: Annotated[int, Query(ge=1, le=100)] = 10,
+        code: Annotated[str | None, Query(pattern="^[A-Z]{3}$")] = None,
+        x_client: Annotated[str | None, Header()] = None,
+    ) -> Page[Airport]:
+        return Page(items=[], total=0)
+
+    @airports.post("", status_code=201)
+    async def create_airport(airport: Airport) -> Airport:
+        return airport
+
+    @airports.put("/{code}")
+    async def replace_airport(
+        code: Annotated[str, Path(min_length=3, max_length=3)],
+        airport: Annotated[Airport, Body(embed=True)],
+    ) -> Airport | None:
+        return airport
+
+    pets = MsgspecRouter(prefix="/pets")
+
+    @pets.post("")
+    def adopt(pet: Cat | Dog) -> dict[str, Cat | Dog]:
+        return {"pet": pet}
+
+    @pets.post("/batch")
+    def adopt_many(
+        pets: Annotated[list[Cat | Dog], msgspec.Meta(max_length=10)],
+    ) -> list[Literal["cat", "dog"]]:
+        return []
+
+    @pets.get("/pages")
+    async def pages() -> Page[Cat]:
+        return Page(items=[], total=0)
+
+    notes = MsgspecRouter(prefix="/notes")
+
+    @notes.post("")
+    async def create_note(note: Note) -> Note:
+        return note
+
+    @notes.get("/untyped")
+    async def untyped(q: int = 0):
+        return {"q": q}
+
+    plain = APIRouter(prefix="/plain")
+
+    @plain.get("/hello")
+    async def hello(name: str = "world") -> dict[str, str]:
+        return {"hello": name}
+
+    api = MsgspecRouter(prefix="/api")
+    api.include_router(airports)
+    api.include_router(pets)
+    app = FastAPI(title="Rich", version="1.0")
+    app.include_router(api)
+    app.include_router(notes)
+    app.include_router(plain)
+    install_openapi(app, api, notes)
+    return app
+
+
+def test_rich_application_document_passes_the_openapi_validator() -> None:
+    document = document_for(rich_app())
+
+    assert {"/api/airports", "/api/pets", "/notes", "/plain/hello"} <= set(document["paths"])
+
+
+def test_rich_application_document_has_every_referenced_component() -> None:
+    document = document_for(rich_app())
+    refs: set[str] = set()
+
+    def collect(node: Any) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("$ref"), str):
+                refs.add(node["$ref"])
+            for value in node.values():
+                collect(value)
+        elif isinstance(node, list):
+            for value in node:
+                collect(value)
+
+    collect(document)
+    names = {ref.removeprefix("#/components/schemas/") for ref in refs}
+    assert names <= set(document["components"]["schemas"])
+    assert {"Airport", "Cat", "Dog", "Status"} <= names
+
+
+def test_tagged_union_schema_has_a_discriminator() -> None:
+    document = document_for(rich_app())
+
+    body = operation(document, "/api/pets", "post")["requestBody"]["content"]["application/json"]
+    schema = body["schema"]
+    assert {resolve(document, option)["title"] for option in schema["anyOf"]} == {"Cat", "Dog"}
+    assert schema["discriminator"]["propertyName"] == "type"
+
+
+def test_camel_renamed_struct_is_documented_with_its_encoded_names() -> None:
+    document = document_for(rich_app())
+
+    airport = document["components"]["schemas"]["Airport"]
+    assert {"iataCode", "openedAt", "elevationM"} <= set(airport["properties"])
+    assert airport["required"] == ["iataCode", "openedAt"]
+
+
+def test_rich_application_serves_requests() -> None:
+    client = TestClient(rich_app())
+
+    created = client.post(
+        "/api/airports", json={"iataCode": "OSL", "openedAt": "1998-10-08T00:00:00Z"}
+    )
+    bad = client.post("/api/airports", json={"iataCode": "oslo", "openedAt": "1998-10-08"})
+    pet = client.post("/api/pets", json={"type": "cat", "lives": 3})
+
+    assert created.status_code == 201
+    assert created.json() == {"iataCode": "OSL", "openedAt": "1998-10-08T00:00:00Z"}
+    assert bad.status_code == 422
+    assert pet.json() == {"pet": {"type": "cat", "lives": 3}}
+    assert client.get("/api/airports?limit=0").status_code == 422
+
+
+# -- route options --------------------------------------------------------------------------------
+
+
+def test_route_responses_option_is_kept_next_to_the_msgspec_schemas() -> None:
+    router = MsgspecRouter()
+
+    @router.post(
+        "/cities",
+        responses={404: {"description": "Country not found"}},
+        response_description="The stored city",
+    )
+    async def create(city: City) -> City:
+        return city
+
+    app = FastAPI()
+    app.include_router(router)
+    install_openapi(app, router)
+    document = document_for(app)
+
+    responses = operation(document, "/cities", "post")["responses"]
+    assert responses["404"] == {"description": "Country not found"}
+    assert responses["200"]["description"] == "The stored city"
+    assert resolve(document, responses["200"]["content"]["application/json"]["schema"])
+
+
+def test_route_excluded_from_the_schema_is_not_documented() -> None:
+    router = MsgspecRouter()
+
+    @router.post("/hidden", include_in_schema=False)
+    async def hidden(city: City) -> City:
+        return city
+
+    app = FastAPI()
+    app.include_router(router)
+    install_openapi(app, router)
+
+    assert "/hidden" not in document_for(app)["paths"]
