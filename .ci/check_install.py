@@ -39,7 +39,7 @@ def probe(env: dict[str, str]) -> tuple[str, Path]:
     result = subprocess.run(
         [sys.executable, "-c", PROBE], env=env, check=True, capture_output=True, text=True
     )
-    implementation, location = result.stdout.split()
+    implementation, location = result.stdout.splitlines()
     return implementation, Path(location)
 
 
