@@ -34,7 +34,7 @@ vpy=$PWD/$venv/bin/python
 "$vpy" -m pip install -q --upgrade pip
 
 echo "== wheel-test 1: $(basename "$wheel")"
-"$vpy" -m pip install -q "$wheel[test]"
+"$vpy" -m pip install -q "${wheel}[test]"
 (cd "$work" && "$vpy" .ci/check_install.py compiled -- "${pytest_args[@]}")
 
 echo "== wheel-test 2: $(basename "$sdist") with CC=false"
@@ -62,6 +62,6 @@ MSGSPEC_FASTAPI_NO_EXTENSIONS=1 "$vpy" -m pip wheel -q --no-deps --no-cache-dir 
     --wheel-dir "$work/noext" "$sdist"
 pure_wheels=("$work"/noext/*-py3-none-any.whl)
 [ "${#pure_wheels[@]}" -eq 1 ] || fail "no py3-none-any wheel: $(ls "$work/noext")"
-echo "$(basename "${pure_wheels[0]}")"
+basename "${pure_wheels[0]}"
 
 echo "wheel-test: all passed"
