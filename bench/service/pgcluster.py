@@ -46,6 +46,7 @@ class Cluster:
     version: str
     data_dir: Path
     on_tmpfs: bool
+    postmaster_pid: int
 
 
 def free_port() -> int:
@@ -160,6 +161,7 @@ def postgres_cluster(cpu: int | None = None) -> Iterator[Cluster]:
             version=version,
             data_dir=data_dir,
             on_tmpfs=parent is not None,
+            postmaster_pid=int((data_dir / "postmaster.pid").read_text().split()[0]),
         )
     except subprocess.CalledProcessError as error:
         log = base / "server.log"

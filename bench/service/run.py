@@ -25,6 +25,7 @@ import operator
 import os
 import platform
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -321,11 +322,34 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _stat(pid: int | str) -> list[str]:
+    """The fields of /proc/<pid>/stat after the command name, from the state on."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return text[text.rindex(")") + 2 :].split()
+
+
 def cpu_seconds(pid: int) -> float:
     """utime + stime of the whole process (all its threads), from /proc/<pid>/stat."""
-    text = Path(f"/proc/{pid}/stat").read_text()
-    fields = text[text.rindex(")") + 2 :].split()
+    fields = _stat(pid)
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time of a process and its direct children (the PostgreSQL backends)."""
+    total = cpu_seconds(pid)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                fields = _stat(entry.name)
+                if int(fields[1]) == pid:
+                    total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def children_cpu_seconds() -> float:
+    """CPU time of the waited-for children of this process (wrk, in the measured window)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 @contextlib.contextmanager
@@ -476,7 +500,9 @@ class Run:
     variant: str
     rps: float = 0.0
     cpu_us: float = 0.0
-    utilization: float = 0.0
+    utilization: float = 0.0  # server CPU time / window: about 1.0 when the core is saturated
+    client_cpu_us: float = 0.0  # wrk's CPU time per response
+    db_cpu_us: float | None = None  # PostgreSQL's CPU time per response (all backends)
     responses: int = 0
     window_s: float = 0.0
     latency_p50_ms: float = 0.0
@@ -484,20 +510,36 @@ class Run:
     wrk: dict[str, Any] = field(default_factory=dict)
 
 
-def measure(settings: Settings, run: Run, db_url: str, work: Workload, scratch: Path) -> None:
+@dataclass(frozen=True)
+class Target:
+    """The database that the servers use."""
+
+    url: str
+    description: dict[str, Any]
+    db_pid: int | None = None  # the PostgreSQL postmaster, whose CPU time is read too
+
+
+def measure(settings: Settings, run: Run, target: Target, work: Workload, scratch: Path) -> None:
     label = f"{run.pair} {run.route} {run.variant}"
     state = scratch / f"run-{run.index}.pages"
-    with server(settings, run.variant, db_url, scratch / f"run-{run.index}.log") as (pid, port):
+    with server(settings, run.variant, target.url, scratch / f"run-{run.index}.log") as (pid, port):
         preflight(port, work.samples[run.route], run.variant)
         if settings.warmup:
             warm = wrk(settings, port, run.route, settings.warmup, work.directory, state)
             check_wrk(warm, f"{label} warm-up")
+        db_before = tree_cpu_seconds(target.db_pid) if target.db_pid else 0.0
+        client_before = children_cpu_seconds()
         cpu_before, wall_before = cpu_seconds(pid), time.monotonic()
         outcome = wrk(settings, port, run.route, settings.duration, work.directory, state)
         cpu_after, wall_after = cpu_seconds(pid), time.monotonic()
+        client_after = children_cpu_seconds()
+        db_after = tree_cpu_seconds(target.db_pid) if target.db_pid else 0.0
         check_wrk(outcome, label)
     responses = int(outcome["requests"])
     busy = cpu_after - cpu_before
+    run.client_cpu_us = (client_after - client_before) / responses * 1e6
+    if target.db_pid:
+        run.db_cpu_us = (db_after - db_before) / responses * 1e6
     run.responses = responses
     run.window_s = wall_after - wall_before
     run.rps = responses / (outcome["duration_us"] / 1e6)
@@ -651,11 +693,13 @@ def check_tools(settings: Settings) -> None:
 
 
 @contextlib.contextmanager
-def database(settings: Settings, data: Any) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Yield the URL that the servers use, and a description of the database."""
+def database(settings: Settings, data: Any) -> Iterator[Target]:
+    """Prepare the database (SQLite) or start and fill one (PostgreSQL) for the servers."""
     if not settings.postgres:
         path = prepare.prepare_sqlite(settings.sqlite_path, settings.min_population, data=data)
-        yield sqlite_url(path, read_only=True), {"engine": "SQLite (aiosqlite)", "path": str(path)}
+        yield Target(
+            sqlite_url(path, read_only=True), {"engine": "SQLite (aiosqlite)", "path": str(path)}
+        )
         return
     import pgcluster
 
@@ -668,7 +712,7 @@ def database(settings: Settings, data: Any) -> Iterator[tuple[str, dict[str, Any
             f"{' (tmpfs)' if cluster.on_tmpfs else ''}; loaded in"
             f" {time.perf_counter() - started:.0f} s"
         )
-        yield (
+        yield Target(
             cluster.url,
             {
                 "engine": "PostgreSQL (asyncpg)",
@@ -676,6 +720,7 @@ def database(settings: Settings, data: Any) -> Iterator[tuple[str, dict[str, Any
                 "tmpfs": cluster.on_tmpfs,
                 "cpu": settings.db_cpu,
             },
+            cluster.postmaster_pid,
         )
 
 
@@ -757,7 +802,7 @@ def _main(settings: Settings) -> int:
     data = load_dataset(settings.min_population)
     with (
         tempfile.TemporaryDirectory(prefix="bench-service-") as scratch_name,
-        database(settings, data) as (db_url, db_info),
+        database(settings, data) as target,
     ):
         scratch = Path(scratch_name)
         work = workload_module.build_workload(data, scratch / "workload", settings.page_window)
@@ -768,20 +813,23 @@ def _main(settings: Settings) -> int:
         )
         started = time.monotonic()
         for run in runs:
-            measure(settings, run, db_url, work, scratch)
+            measure(settings, run, target, work, scratch)
             elapsed = time.monotonic() - started
             remaining = elapsed / run.index * (len(runs) - run.index)
             flag = "" if run.utilization >= LOW_UTILIZATION else "  (server core not saturated)"
+            db = f", db {run.db_cpu_us:,.0f}" if run.db_cpu_us is not None else ""
             log(
-                f"[{run.index:>3}/{len(runs)}] round {run.round} {run.pair:18} {run.route:8}"
-                f" {run.block_order}[{run.position}] {run.variant:9} {run.rps:8,.0f} rps"
-                f" {run.cpu_us:7,.0f} µs/resp  busy {run.utilization:4.0%}"
-                f"  p99 {run.latency_p99_ms:6.1f} ms  left ~{_format_duration(remaining)}{flag}"
+                f"[{run.index:>3}/{len(runs)}] r{run.round} {run.pair} {run.route}"
+                f" {run.block_order}[{run.position}] {run.variant}: {run.rps:,.0f} rps,"
+                f" {run.cpu_us:,.0f} µs/resp (server busy {run.utilization:.0%};"
+                f" wrk {run.client_cpu_us:,.0f}{db} µs/resp), p99 {run.latency_p99_ms:.0f} ms,"
+                f" ~{_format_duration(remaining)} left{flag}"
             )
 
     rows = summarize(runs, pairs, work)
     log(
-        f"\nService benchmark, {db_info['engine']}: {settings.blocks} blocks per comparison,"
+        f"\nService benchmark, {target.description['engine']}:"
+        f" {settings.blocks} blocks per comparison,"
         f" {settings.warmup} s warm-up, {settings.duration} s measured per run,"
         f" {settings.connections} connections"
     )
@@ -809,7 +857,7 @@ def _main(settings: Settings) -> int:
                 "ours_path": str(settings.ours_path) if settings.ours_path else None,
             },
             "environment": environment(settings),
-            "database": db_info,
+            "database": target.description,
             "workload": {"labels": work.labels, **work.details},
             "variants": variants,
             "omitted": [f"{a}:{b}" for a, b in omitted],
