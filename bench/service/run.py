@@ -62,6 +62,7 @@ DEFAULT_PAIRS = (
 START_TIMEOUT = 60.0
 RUN_OVERHEAD = 2.5  # seconds per run besides warm-up and measurement, for the estimate
 LOW_UTILIZATION = 0.9
+OTHERS_NOTICE = 0.05
 
 
 class BenchError(RuntimeError):
@@ -346,6 +347,16 @@ def tree_cpu_seconds(pid: int) -> float:
     return total
 
 
+def core_busy_seconds(cpu: int) -> float:
+    """Non-idle time of one core, all processes together, from /proc/stat."""
+    for line in Path("/proc/stat").read_text().splitlines():
+        if line.startswith(f"cpu{cpu} "):
+            ticks = [int(value) for value in line.split()[1:]]
+            idle = ticks[3] + ticks[4]  # idle and iowait
+            return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+    raise BenchError(f"core {cpu} is not in /proc/stat")
+
+
 def children_cpu_seconds() -> float:
     """CPU time of the waited-for children of this process (wrk, in the measured window)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -502,9 +513,11 @@ class Run:
     cpu_us: float = 0.0
     utilization: float = 0.0  # server CPU time / window: about 1.0 when the core is saturated
     client_cpu_us: float = 0.0  # wrk's CPU time per response
+    others_on_server_core: float = 0.0  # share of the window other processes ran there
     db_cpu_us: float | None = None  # PostgreSQL's CPU time per response (all backends)
     responses: int = 0
     window_s: float = 0.0
+    run_seconds: float = 0.0  # the whole run: start, checks, warm-up, measurement, stop
     latency_p50_ms: float = 0.0
     latency_p99_ms: float = 0.0
     wrk: dict[str, Any] = field(default_factory=dict)
@@ -521,6 +534,7 @@ class Target:
 
 def measure(settings: Settings, run: Run, target: Target, work: Workload, scratch: Path) -> None:
     label = f"{run.pair} {run.route} {run.variant}"
+    run_started = time.monotonic()
     state = scratch / f"run-{run.index}.pages"
     with server(settings, run.variant, target.url, scratch / f"run-{run.index}.log") as (pid, port):
         preflight(port, work.samples[run.route], run.variant)
@@ -529,12 +543,15 @@ def measure(settings: Settings, run: Run, target: Target, work: Workload, scratc
             check_wrk(warm, f"{label} warm-up")
         db_before = tree_cpu_seconds(target.db_pid) if target.db_pid else 0.0
         client_before = children_cpu_seconds()
+        core_before = core_busy_seconds(settings.server_cpu)
         cpu_before, wall_before = cpu_seconds(pid), time.monotonic()
         outcome = wrk(settings, port, run.route, settings.duration, work.directory, state)
         cpu_after, wall_after = cpu_seconds(pid), time.monotonic()
+        core_after = core_busy_seconds(settings.server_cpu)
         client_after = children_cpu_seconds()
         db_after = tree_cpu_seconds(target.db_pid) if target.db_pid else 0.0
         check_wrk(outcome, label)
+    run.run_seconds = time.monotonic() - run_started
     responses = int(outcome["requests"])
     busy = cpu_after - cpu_before
     run.client_cpu_us = (client_after - client_before) / responses * 1e6
@@ -545,6 +562,8 @@ def measure(settings: Settings, run: Run, target: Target, work: Workload, scratc
     run.rps = responses / (outcome["duration_us"] / 1e6)
     run.cpu_us = busy / responses * 1e6
     run.utilization = busy / run.window_s
+    others = (core_after - core_before) - busy
+    run.others_on_server_core = max(0.0, others / run.window_s)
     run.latency_p50_ms = outcome["latency_p50_us"] / 1000
     run.latency_p99_ms = outcome["latency_p99_us"] / 1000
     run.wrk = outcome
@@ -817,6 +836,8 @@ def _main(settings: Settings) -> int:
             elapsed = time.monotonic() - started
             remaining = elapsed / run.index * (len(runs) - run.index)
             flag = "" if run.utilization >= LOW_UTILIZATION else "  (server core not saturated)"
+            if run.others_on_server_core >= OTHERS_NOTICE:
+                flag += f"  (other processes on the server core: {run.others_on_server_core:.0%})"
             db = f", db {run.db_cpu_us:,.0f}" if run.db_cpu_us is not None else ""
             log(
                 f"[{run.index:>3}/{len(runs)}] r{run.round} {run.pair} {run.route}"
@@ -839,9 +860,17 @@ def _main(settings: Settings) -> int:
     low = [r for r in runs if r.utilization < LOW_UTILIZATION]
     if low:
         log(
-            f"\nNote: in {len(low)} of {len(runs)} runs the server core was busy less than"
-            f" {LOW_UTILIZATION:.0%} of the window: those runs were limited by something else"
+            f"\nNote: in {len(low)} of {len(runs)} runs the server used less than"
+            f" {LOW_UTILIZATION:.0%} of its core: those runs were limited by something else"
             " (the client, the database or other load on the machine)."
+        )
+    shared = [r for r in runs if r.others_on_server_core >= OTHERS_NOTICE]
+    if shared:
+        worst = max(r.others_on_server_core for r in shared)
+        log(
+            f"Note: in {len(shared)} of {len(runs)} runs other processes used at least"
+            f" {OTHERS_NOTICE:.0%} of the server core (up to {worst:.0%}): the machine was busy,"
+            " so compare with care."
         )
     for variant, info in variants.items():
         if not info.get("available"):
