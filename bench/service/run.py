@@ -194,7 +194,8 @@ def select_variants(
         router = info.get("msgspec_fastapi")
         if router:
             kind = f" [{router['implementation']}]" if router["implementation"] else ""
-            detail = f"msgspec_fastapi {router['version']}{kind} from {router['file']}; {detail}"
+            version = router["version"] or "(version unknown)"
+            detail = f"msgspec_fastapi {version}{kind} from {router['file']}; {detail}"
         log(f"  {variant:9} {detail}")
         if variant == "upstream":
             warning = check_upstream_range(info, settings.upstream_dir)
