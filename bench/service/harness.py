@@ -51,6 +51,7 @@ class Settings:
     upstream_dir: Path
     ours_path: Path | None
     json_path: Path | None
+    check_only: bool = False
 
 
 def serve_command(settings: Settings, variant: str) -> list[str]:

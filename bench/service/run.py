@@ -35,7 +35,7 @@ import prepare
 import report
 from database import sqlite_url
 from dataset import DEFAULT_MIN_POPULATION, Dataset, load_dataset
-from harness import BenchError, Run, Settings, Target, measure
+from harness import BenchError, Run, Settings, Target, measure, preflight, server
 from serve import DEFAULT_UPSTREAM_DIR, UPSTREAM_VERSION, VARIANTS
 from variants import check_upstream_range, probe
 from workload import ROUTES, build_workload
@@ -146,6 +146,11 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         " (None: the msgspec_fastapi installed in this environment)",
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="no load: start each available variant once and check its answers, then exit",
+    )
     args = parser.parse_args(argv)
     try:
         variants = _names(args.variants, VARIANTS, "variant")
@@ -175,6 +180,7 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         upstream_dir=args.upstream_dir.resolve(),
         ours_path=args.ours_path.resolve() if args.ours_path else None,
         json_path=args.json,
+        check_only=args.check,
     )
 
 
@@ -350,12 +356,33 @@ def progress(run: Run, total: int, elapsed: float) -> str:
     return line
 
 
+def check_variants(settings: Settings, names: Sequence[str]) -> int:
+    """Start each variant once and compare its answers with the expected ones; no load."""
+    data = load_dataset(settings.min_population)
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-service-") as scratch_name,
+        database(settings, data) as target,
+    ):
+        scratch = Path(scratch_name)
+        work = build_workload(data, scratch / "workload", settings.page_window)
+        for name in names:
+            with server(settings, name, target.url, scratch / f"{name}.log") as (_, port):
+                for route in settings.routes:
+                    preflight(port, work.samples[route], name)
+            log(f"  {name}: the answers to {len(settings.routes)} routes are as expected")
+    skipped = [v for v in settings.variants if v not in names]
+    log("Checked: " + ", ".join(names) + (f"; skipped: {', '.join(skipped)}" if skipped else ""))
+    return 0 if names else 3
+
+
 def run_benchmark(settings: Settings) -> int:
     check_tools(settings)
     # This script and wrk share the client core; the server core stays for the server.
     os.sched_setaffinity(0, {settings.client_cpu})
     machine = environment()
     variants, pairs = select_variants(settings)
+    if settings.check_only:
+        return check_variants(settings, [v for v, i in variants.items() if i.get("available")])
     if not pairs:
         log("Nothing to measure: no comparison has both of its variants available.")
         return 3
