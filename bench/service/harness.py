@@ -85,16 +85,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _stat(pid: int | str) -> list[str]:
-    """The fields of /proc/<pid>/stat after the command name, from the state on."""
+def _stat_cpu_seconds(pid: int | str) -> tuple[int, float]:
+    """The parent pid and utime + stime (all threads) of a process, from /proc/<pid>/stat."""
     text = Path(f"/proc/{pid}/stat").read_text()
-    return text[text.rindex(")") + 2 :].split()
+    fields = text[text.rindex(")") + 2 :].split()  # from the state, the 3rd field, on
+    return int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds(pid: int) -> float:
-    """utime + stime of the whole process (all its threads), from /proc/<pid>/stat."""
-    fields = _stat(pid)
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU time of the whole process (all its threads)."""
+    return _stat_cpu_seconds(pid)[1]
 
 
 def tree_cpu_seconds(pid: int) -> float:
@@ -103,14 +103,14 @@ def tree_cpu_seconds(pid: int) -> float:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             with contextlib.suppress(OSError, IndexError, ValueError):
-                fields = _stat(entry.name)
-                if int(fields[1]) == pid:
-                    total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+                parent, seconds = _stat_cpu_seconds(entry.name)
+                if parent == pid:
+                    total += seconds
     return total
 
 
 def core_busy_seconds(cpu: int) -> float:
-    """Non-idle time of one core, all processes together, from /proc/stat."""
+    """Non-idle time of one core, all processes together (and steal), from /proc/stat."""
     for line in Path("/proc/stat").read_text().splitlines():
         if line.startswith(f"cpu{cpu} "):
             ticks = [int(value) for value in line.split()[1:]]
