@@ -11,8 +11,9 @@ from typing import Annotated
 import msgspec
 from database import CityStore
 from fastapi import FastAPI, Query
-from msgspec_fastapi import MsgspecRouter, install_openapi
 from schemas_msgspec import Accepted, City, CityBatch, CityPage, CitySearch, CitySearchResult
+
+from msgspec_fastapi import MsgspecRouter, install_openapi
 
 store = CityStore.from_environment()
 
