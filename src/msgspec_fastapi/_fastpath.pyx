@@ -125,6 +125,8 @@ async def receive_body(receive, Py_ssize_t limit):
 cdef check_syntax(bytes raw):
     try:
         untyped_decode(raw)
+    except ValidationError:
+        return
     except DecodeError as exc:
         raise malformed_json(exc) from exc
     except RecursionError as exc:

@@ -388,6 +388,8 @@ def check_syntax(raw: bytes) -> None:
     """Raise the 400 for a body that is not JSON at all."""
     try:
         msgspec.json.decode(raw)
+    except msgspec.ValidationError:
+        return  # well-formed, but a number is out of range: the value's fault, a 422
     except msgspec.DecodeError as exc:
         raise malformed_json(exc) from exc
     except RecursionError as exc:
