@@ -11,7 +11,8 @@ BUILD_PY := $(BUILD_VENV)/bin/python
 # Keep in step with the pypa/cibuildwheel pin in .github/workflows/wheels.yml.
 CIBUILDWHEEL_VERSION ?= 4.2.0
 
-.PHONY: test test-lowest bench bench-quick lint clean wheel wheel-test check-build-identifiers
+.PHONY: test test-lowest bench bench-quick bench-service bench-service-pg bench-service-tools lint clean
+.PHONY: wheel wheel-test check-build-identifiers
 
 BENCH_ARGS ?=
 
@@ -49,6 +50,29 @@ bench: $(VENV)/.bench-installed
 bench-quick: $(VENV)/.bench-installed
 	$(PY) bench/micro.py --quick --strict
 
+# The service benchmark: uvicorn + SQLAlchemy, loaded by wrk; see README "Service benchmark".
+# Its own venv keeps every FastAPI variant on one FastAPI inside upstream 0.0.4's range.
+SERVICE_VENV ?= .venv-bench
+SERVICE_PY := $(SERVICE_VENV)/bin/python
+BENCH_SERVICE_FLAGS ?=
+
+$(SERVICE_VENV)/.installed: bench/service/requirements.txt pyproject.toml setup.py src/msgspec_fastapi/_fastpath.pyx
+	$(PYTHON) -m venv $(SERVICE_VENV)
+	$(SERVICE_PY) -m pip install -q --upgrade pip
+	$(SERVICE_PY) -m pip install -q -r bench/service/requirements.txt
+	$(SERVICE_PY) -m pip install -q --no-deps --force-reinstall .
+	touch $@
+
+bench-service-tools:
+	@command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+
+bench-service: bench-service-tools $(SERVICE_VENV)/.installed
+	$(SERVICE_PY) bench/service/run.py --json bench/results/service-sqlite.json $(BENCH_SERVICE_FLAGS)
+
+bench-service-pg: bench-service-tools $(SERVICE_VENV)/.installed
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq postgresql; }
+	$(SERVICE_PY) bench/service/run.py --postgres --json bench/results/service-postgres.json $(BENCH_SERVICE_FLAGS)
+
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -81,5 +105,5 @@ check-build-identifiers: $(BUILD_VENV)/.installed
 	bash .ci/check-build-identifiers.sh $(BUILD_VENV)/bin/cibuildwheel
 
 clean:
-	rm -rf $(VENV) $(LOW_VENV) $(BUILD_VENV) .venv-wheel-test build dist wheelhouse \
-		src/*.egg-info src/msgspec_fastapi/*.so src/msgspec_fastapi/_fastpath.c
+	rm -rf $(VENV) $(LOW_VENV) $(SERVICE_VENV) $(BUILD_VENV) .venv-wheel-test build dist \
+		wheelhouse src/*.egg-info src/msgspec_fastapi/*.so src/msgspec_fastapi/_fastpath.c

@@ -205,6 +205,7 @@ def split(body: bytes, cuts: list[int]) -> list[bytes]:
     content_type=content_types,
     cuts=st.lists(st.integers(0, 10_000), max_size=4),
     mode=st.sampled_from([None, b"fast", b"\xe9"]),
+    extra_query=st.text(alphabet="ab=&;%+ 1\xe9", max_size=12),
 )
 def test_twins_answer_every_request_identically(
     path: str,
@@ -214,6 +215,7 @@ def test_twins_answer_every_request_identically(
     content_type: bytes | None,
     cuts: list[int],
     mode: bytes | None,
+    extra_query: str,
 ) -> None:
     method = "POST" if path.endswith(("validate", "search")) else "GET"
     headers = [(b"host", b"test")]
@@ -221,6 +223,6 @@ def test_twins_answer_every_request_identically(
         headers.append((b"content-type", content_type))
     if mode is not None:
         headers.append((b"x-mode", mode))
-    query = f"pick={pick}&page={number}".encode()
+    query = f"pick={pick}&page={number}&{extra_query}".encode("latin-1")
     request = (method, path.format(number), query, headers, split(body, cuts))
     assert call(PURE_APP, *request) == call(COMPILED_APP, *request)

@@ -125,6 +125,8 @@ async def receive_body(receive, Py_ssize_t limit):
 cdef check_syntax(bytes raw):
     try:
         untyped_decode(raw)
+    except ValidationError:
+        return
     except DecodeError as exc:
         raise malformed_json(exc) from exc
     except RecursionError as exc:
@@ -140,6 +142,19 @@ cdef revalidate_builtins(object result, object output_type, object error):
         except TypeError:
             pass
     raise response_invalid(error, result) from error
+
+
+cdef list parse_query(bytes raw):
+    cdef str text = raw.decode("latin-1")
+    cdef list pairs = []
+    cdef str field, name, value
+    if "%" in text or "+" in text:
+        return parse_qsl(text, keep_blank_values=True)
+    for field in text.split("&"):
+        if field:
+            name, _, value = field.partition("=")
+            pairs.append((name, value))
+    return pairs
 
 
 cdef object pick(list items, str key, bint many, bint last):
@@ -393,9 +408,7 @@ cdef class RouteRuntime:
                 raw = scope["path_params"].get(spec.key)
             elif location == at_query:
                 if query is None:
-                    query = parse_qsl(
-                        (<bytes>scope["query_string"]).decode("latin-1"), keep_blank_values=True
-                    )
+                    query = parse_query(scope["query_string"])
                 raw = pick(query, spec.key, spec.is_sequence, True)
             elif location == at_header:
                 raw = pick_header(scope["headers"], spec.header_key, spec.is_sequence)

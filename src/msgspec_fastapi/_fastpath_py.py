@@ -288,9 +288,7 @@ class RouteRuntime:
                 raw = scope["path_params"].get(spec.key)
             elif location == PARAM_QUERY:
                 if query is None:
-                    query = parse_qsl(
-                        scope["query_string"].decode("latin-1"), keep_blank_values=True
-                    )
+                    query = parse_query(scope["query_string"])
                 raw = pick(query, spec.key, spec.is_sequence, last=True)
             elif location == PARAM_HEADER:
                 raw = pick_header(scope["headers"], spec.header_key, spec.is_sequence)
@@ -390,6 +388,8 @@ def check_syntax(raw: bytes) -> None:
     """Raise the 400 for a body that is not JSON at all."""
     try:
         msgspec.json.decode(raw)
+    except msgspec.ValidationError:
+        return  # well-formed, but a number is out of range: the value's fault, a 422
     except msgspec.DecodeError as exc:
         raise malformed_json(exc) from exc
     except RecursionError as exc:
@@ -415,6 +415,22 @@ def revalidate_builtins(result: Any, output_type: Any, error: Exception) -> Any:
             # to_builtins refuses some values JSON encodes (msgspec.Raw, for one).
             pass
     raise response_invalid(error, result) from error
+
+
+def parse_query(raw: bytes) -> list[tuple[str, str]]:
+    """The query string as Starlette's QueryParams reads it (parse_qsl, blanks kept).
+
+    Without escapes ('%' or '+') that is a plain split, done here without urllib.
+    """
+    text = raw.decode("latin-1")
+    if "%" in text or "+" in text:
+        return parse_qsl(text, keep_blank_values=True)
+    pairs = []
+    for field in text.split("&"):
+        if field:
+            name, _, value = field.partition("=")
+            pairs.append((name, value))
+    return pairs
 
 
 def pick(items: list[tuple[str, str]], key: str, many: bool, last: bool) -> Any:

@@ -10,7 +10,7 @@ routes with nothing for FastAPI to solve get the runtime as their whole ASGI app
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from contextvars import ContextVar
 from functools import wraps
 from typing import Any
@@ -212,14 +212,14 @@ class MsgspecRoute(APIRoute):
             return super().matches(scope)
         return getattr(context, _MATCHER_ATTR).match(scope)
 
-    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def handle(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:  # type: ignore[override]
+        # Returns the awaitable rather than awaiting it: one coroutine less per request.
         context = _compat.matched_context(scope)
         if context is not None and context.original_route is self:
             direct = getattr(context, _DIRECT_ATTR, None)
             if direct is not None and scope["method"] in context.methods:
-                await direct(scope, receive, send)
-                return
-        await super().handle(scope, receive, send)
+                return direct(scope, receive, send)
+        return super().handle(scope, receive, send)
 
     @property
     def tier(self) -> str:

@@ -1,0 +1,62 @@
+"""The service on FastAPI with msgspec Structs and MsgspecRouter.
+
+One module for every msgspec-fastapi variant (upstream 0.0.4, ours pure, ours compiled):
+serve.py decides which ``msgspec_fastapi`` is imported before importing this module.
+"""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated
+
+import msgspec
+from database import CityStore
+from fastapi import FastAPI, Query
+from schemas_msgspec import Accepted, City, CityBatch, CityPage, CitySearch, CitySearchResult
+
+from msgspec_fastapi import MsgspecRouter, install_openapi
+
+store = CityStore.from_environment()
+
+
+def cities_from_rows(rows: object) -> list[City]:
+    return msgspec.convert(rows, list[City], from_attributes=True)
+
+
+@asynccontextmanager
+async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    yield
+    await store.close()
+
+
+router = MsgspecRouter()
+
+
+@router.post("/cities/validate")
+async def validate_cities(batch: CityBatch) -> Accepted:
+    return Accepted(accepted=len(batch.cities))
+
+
+@router.get("/cities")
+async def list_cities(
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+) -> CityPage:
+    rows = await store.page(offset, limit)
+    return CityPage(offset=offset, limit=limit, items=cities_from_rows(rows))
+
+
+@router.post("/cities/search")
+async def search_cities(query: CitySearch) -> CitySearchResult:
+    rows = await store.search(
+        country=query.country,
+        admin1=query.admin1,
+        min_population=query.min_population,
+        max_population=query.max_population,
+        limit=query.limit,
+    )
+    return CitySearchResult(query=query, items=cities_from_rows(rows))
+
+
+app = FastAPI(lifespan=lifespan)
+app.include_router(router)
+install_openapi(app, router)
