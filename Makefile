@@ -7,7 +7,7 @@ LOW_VENV ?= .venv-lowest
 LOW_PY := $(LOW_VENV)/bin/python
 PYTEST_ARGS ?= -q
 
-.PHONY: test test-lowest bench bench-quick lint clean
+.PHONY: test test-lowest bench bench-quick lint fuzz clean
 
 BENCH_ARGS ?=
 
@@ -44,6 +44,12 @@ bench: $(VENV)/.bench-installed
 # A smoke run of the same (tiny batches, nothing judged on speed) for CI.
 bench-quick: $(VENV)/.bench-installed
 	$(PY) bench/micro.py --quick --strict
+
+# Fuzz both twins on both tiers for FUZZ_SECONDS (atheris where installed, else hypothesis).
+# Failing inputs land in FUZZ_ARTIFACTS; replay one with `$(PY) tests/fuzz/run.py FILE`.
+FUZZ_SECONDS ?= 60
+fuzz: $(VENV)/.installed
+	$(PY) tests/fuzz/run.py --seconds $(FUZZ_SECONDS)
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

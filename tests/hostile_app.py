@@ -83,6 +83,19 @@ class Small(msgspec.Struct):
     name: str
 
 
+# What /pick/{index} returns: valid and invalid values for a `list[Point]` response, so
+# that response validation (and its ResponseValidationError) is exercised too.
+PICKS: list[Any] = [
+    [Point(1, 2)],
+    [Point(1, 2), {"x": 3, "y": 4}],
+    [{"x": 1}],
+    [Point(1, 2), "not a point"],
+    (Point(5, 6),),
+    None,
+    [],
+]
+
+
 def touch() -> None:
     """A dependency that does nothing; it moves a route to the delegated tier."""
 
@@ -127,6 +140,10 @@ def tier_router(tier: str) -> MsgspecRouter:
             "tags": tags,
             "x_token": x_token,
         }
+
+    @router.get("/pick/{index}")
+    async def pick(index: int) -> list[Point]:
+        return PICKS[index % len(PICKS)]
 
     @router.get("/words/{word}")
     async def word(word: Annotated[str, Path(max_length=12)]) -> dict[str, str]:

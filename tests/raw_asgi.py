@@ -65,11 +65,17 @@ async def send_request(
     target: bytes,
     headers: Headers = (),
     chunks: Sequence[bytes] = (b"",),
+    complete: bool = True,
 ) -> Reply:
-    """Run one request through `app`; exceptions escaping the app propagate."""
+    """Run one request through `app`; exceptions escaping the app propagate.
+
+    With `complete=False` every message says more_body: the client leaves (an
+    `http.disconnect`) instead of finishing the body.
+    """
+    chunks = chunks or (b"",)
     pending = [
-        {"type": "http.request", "body": chunk, "more_body": i < len(chunks) - 1}
-        for i, chunk in enumerate(chunks or (b"",))
+        {"type": "http.request", "body": chunk, "more_body": not complete or i < len(chunks) - 1}
+        for i, chunk in enumerate(chunks)
     ]
     sent: list[tuple[Any, Any, Any]] = []
 
