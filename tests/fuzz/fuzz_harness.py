@@ -50,7 +50,7 @@ ROUTES = [
     ("GET", "/pick/{}"),
 ]
 METHODS = ["GET", "POST", "PUT", "HEAD", "OPTIONS", "DELETE"]
-SEGMENTS = [b"1", b"-3", b"+5", b"05", b"1_0", b"%31", b"9" * 30, b"", b"%FF", b"a/b"]
+SEGMENTS = [b"1", b"1/", b"-3", b"+5", b"05", b"1_0", b"%31", b"9" * 30, b"", b"%FF", b"a/b"]
 QUERIES = [
     b"",
     b"q=x&n=2",
