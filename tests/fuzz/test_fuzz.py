@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from fuzz_harness import FuzzRequest, check, draw_request
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 T = TypeVar("T")
@@ -39,6 +39,10 @@ def requests(draw: Any) -> FuzzRequest:
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(requests())
+# Found by atheris: a redirect names the tier in its location; FastAPI's own redirect
+# fails on a query string that is not UTF-8 (see fuzz_harness.fastapi_redirect_failure).
+@example(FuzzRequest("GET", b"/items/YY%02/", (), (b"{}",), leaves=True))
+@example(FuzzRequest("GET", b"/items/1/?n=&q\xd9", (), (b"",), leaves=False))
 def test_arbitrary_requests_get_the_same_answer_from_both_twins_and_never_crash(
     request: FuzzRequest,
 ) -> None:
