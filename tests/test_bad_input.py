@@ -326,7 +326,8 @@ def test_row_gets_its_documented_status_as_json(row: Row, tier: str) -> None:
         assert (reply.status, reply.body) == (row.status, b"Content Too Large")
         return
     payload = reply.json()
-    assert (reply.status, payload) == (row.status, row.expected if row.expected else payload)
+    expected = payload if row.expected is None else row.expected
+    assert (reply.status, payload) == (row.status, expected)
     assert reply.headers[-1] == (b"content-type", b"application/json")
     if row.status >= 400:
         assert list(payload) == ["detail"]
