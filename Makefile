@@ -11,7 +11,7 @@ BUILD_PY := $(BUILD_VENV)/bin/python
 # Keep in step with the pypa/cibuildwheel pin in .github/workflows/wheels.yml.
 CIBUILDWHEEL_VERSION ?= 4.2.0
 
-.PHONY: test test-lowest bench bench-quick bench-service bench-service-pg bench-service-tools lint clean
+.PHONY: test test-lowest bench bench-quick bench-service bench-service-pg bench-service-tools lint fuzz clean
 .PHONY: wheel wheel-test check-build-identifiers
 
 BENCH_ARGS ?=
@@ -72,6 +72,12 @@ bench-service: bench-service-tools $(SERVICE_VENV)/.installed
 bench-service-pg: bench-service-tools $(SERVICE_VENV)/.installed
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq postgresql; }
 	$(SERVICE_PY) bench/service/run.py --postgres --json bench/results/service-postgres.json $(BENCH_SERVICE_FLAGS)
+
+# Fuzz both twins on both tiers for FUZZ_SECONDS (atheris where installed, else hypothesis).
+# Failing inputs land in FUZZ_ARTIFACTS; replay one with `$(PY) tests/fuzz/run.py FILE`.
+FUZZ_SECONDS ?= 60
+fuzz: $(VENV)/.installed
+	$(PY) tests/fuzz/run.py --seconds $(FUZZ_SECONDS)
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
