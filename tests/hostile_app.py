@@ -26,20 +26,6 @@ from msgspec_fastapi import router as router_module
 TIERS = ("direct", "delegated")
 
 
-def _msgspec_raises_unicode_errors() -> bool:
-    """msgspec before 0.23 raises UnicodeDecodeError, not DecodeError, on invalid UTF-8."""
-    try:
-        msgspec.json.decode(b'"\xff"')
-    except UnicodeDecodeError:
-        return True
-    except msgspec.DecodeError:
-        return False
-    return False
-
-
-# A known bug while true: the request path lets that UnicodeDecodeError escape (a 500).
-# tests/test_bad_input.py pins it (strict expected failures); the fuzzer tolerates it.
-MSGSPEC_RAISES_UNICODE_ERRORS = _msgspec_raises_unicode_errors()
 # The body limit of the /small routes (enforced by FastAPI from 0.164, by us before).
 SMALL_LIMIT = 64
 

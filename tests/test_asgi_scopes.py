@@ -4,7 +4,7 @@ The specification types `headers` as an iterable of two-item iterables of byte s
 so a server may hand over a tuple of pairs, or pairs that are lists; Starlette and the
 pure twin read any of them. `query_string` must be a byte string: a server that passes
 anything else is broken, and the request path must refuse it rather than read it as
-bytes. Rows the compiled twin does not pass yet are expected failures, strict.
+bytes.
 """
 
 from __future__ import annotations
@@ -21,19 +21,9 @@ from msgspec_fastapi import _fastpath_py
 compiled = pytest.importorskip("msgspec_fastapi._fastpath")
 
 APPS = {"pure": build_app(_fastpath_py.RouteRuntime), "compiled": build_app(compiled.RouteRuntime)}
-TUPLE_HEADERS = (
-    "the compiled twin declares `list headers` (check_content_type, pick_header, "
-    "parse_cookies), so a tuple of header pairs raises TypeError: Expected list, got tuple"
-)
-UNCHECKED_QUERY = (
-    "extract_params casts scope['query_string'] with an unchecked <bytes>: a str is read as "
-    "if it were bytes (wrong values, reads past the object) instead of being refused"
-)
 
 
-def twins(bug: str | None = None) -> list[Any]:
-    marks = [pytest.mark.xfail(strict=True, reason=bug)] if bug else []
-    return [pytest.param("pure", id="pure"), pytest.param("compiled", id="compiled", marks=marks)]
+TWINS = ["pure", "compiled"]
 
 
 def answer(twin: str, scope: dict[str, Any], body: bytes = b"") -> list[Any]:
@@ -56,7 +46,7 @@ HEADERS = [(b"content-type", b"application/json"), (b"x-token", b"t")]
 
 
 @pytest.mark.parametrize("tier", TIERS)
-@pytest.mark.parametrize("twin", twins(TUPLE_HEADERS))
+@pytest.mark.parametrize("twin", TWINS)
 def test_headers_as_a_tuple_of_pairs_are_read(twin: str, tier: str) -> None:
     scope = scope_for("POST", f"/{tier}/optional".encode(), HEADERS)
     scope["headers"] = tuple(scope["headers"])
@@ -64,14 +54,14 @@ def test_headers_as_a_tuple_of_pairs_are_read(twin: str, tier: str) -> None:
 
 
 @pytest.mark.parametrize("tier", TIERS)
-@pytest.mark.parametrize("twin", twins())
+@pytest.mark.parametrize("twin", TWINS)
 def test_header_pairs_as_lists_are_read(twin: str, tier: str) -> None:
     scope = scope_for("POST", f"/{tier}/optional".encode(), HEADERS)
     scope["headers"] = [list(pair) for pair in scope["headers"]]
     assert answer(twin, scope, POINT) == POINT_REPLY
 
 
-@pytest.mark.parametrize("twin", twins(TUPLE_HEADERS))
+@pytest.mark.parametrize("twin", TWINS)
 def test_header_parameter_is_read_from_a_tuple_of_pairs(twin: str) -> None:
     scope = scope_for("GET", b"/direct/items/1", HEADERS)
     scope["headers"] = tuple(scope["headers"])
@@ -79,7 +69,7 @@ def test_header_parameter_is_read_from_a_tuple_of_pairs(twin: str) -> None:
     assert (status, b'"x_token":"t"' in body) == (200, True)
 
 
-@pytest.mark.parametrize("twin", twins(UNCHECKED_QUERY))
+@pytest.mark.parametrize("twin", TWINS)
 def test_query_string_that_is_not_bytes_is_refused(twin: str) -> None:
     scope = scope_for("GET", b"/direct/items/1?q=x&n=2", [])
     scope["query_string"] = "q=x&n=2"

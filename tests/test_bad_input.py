@@ -6,10 +6,6 @@ parameter a 422 in FastAPI's error shape. Whatever arrives, the answer is a JSON
 the row's status, never a 500 and never an exception escaping the app (`raw_asgi` lets
 one propagate, so the test fails with it). The pure and the compiled twin must answer
 each row with the same bytes.
-
-Rows whose status the code does not give yet keep the documented status and carry the
-bug they show (`Row.bug`); the status test is then an expected failure, strict, so that
-the fix turns it green by removing the marker.
 """
 
 from __future__ import annotations
@@ -21,7 +17,6 @@ import msgspec
 import pytest
 from hostile_app import (
     EVERYTHING,
-    MSGSPEC_RAISES_UNICODE_ERRORS,
     SMALL_LIMIT,
     TIERS,
     build_app,
@@ -40,17 +35,6 @@ COMPILED_APP = build_app(compiled.RouteRuntime)
 
 DEEP = 200_000
 HUGE_INT = b"9" * 10_000
-OUT_OF_RANGE = (
-    "msgspec reports out-of-range numbers as ValidationError, a subclass of DecodeError; "
-    "check_syntax catches DecodeError and so turns valid JSON into a 400 'Malformed JSON'"
-)
-
-INVALID_UTF8 = (
-    "msgspec < 0.23 raises UnicodeDecodeError for invalid UTF-8 in a string; decode() and "
-    "check_syntax catch only DecodeError and RecursionError, so it escapes as a 500"
-    if MSGSPEC_RAISES_UNICODE_ERRORS
-    else None
-)
 
 
 @dataclass(frozen=True)
@@ -65,7 +49,6 @@ class Row:
     body: bytes = b""
     expected: Any = None  # the whole JSON payload, where the row pins it
     mentions: str | None = None  # a fragment of the error message
-    bug: str | None = None
     plain_text: bool = False  # answered before any route runs, by Starlette (see the row)
 
     def send(self, app: Any, tier: str) -> Reply:
@@ -120,14 +103,11 @@ ROWS = [
     # -- the baseline: a valid body -----------------------------------------------------
     body_row("valid body", everything(), 200, expected=EVERYTHING),
     # -- bytes that are not JSON ----------------------------------------------------------
-    body_row("invalid UTF-8 in a string", splice("text", b'"caf\xe9"'), 400,
-             bug=INVALID_UTF8),
-    body_row("invalid UTF-8 in a key", everything().replace(b'"text"', b'"t\xffxt"'), 400,
-             bug=INVALID_UTF8),
+    body_row("invalid UTF-8 in a string", splice("text", b'"caf\xe9"'), 400),
+    body_row("invalid UTF-8 in a key", everything().replace(b'"text"', b'"t\xffxt"'), 400),
     body_row("invalid UTF-8 after a wrong field",
-             everything(count="3").replace(b'"Lyon"', b'"Ly\xf0n"'), 400, bug=INVALID_UTF8),
-    body_row("invalid UTF-8 in an untyped body", b'["\xc3"]', 400, route=b"/anything",
-             bug=INVALID_UTF8),
+             everything(count="3").replace(b'"Lyon"', b'"Ly\xf0n"'), 400),
+    body_row("invalid UTF-8 in an untyped body", b'["\xc3"]', 400, route=b"/anything"),
     body_row("invalid UTF-8 outside strings", b"\xff" + everything(), 400),
     body_row("UTF-8 byte order mark", b"\xef\xbb\xbf" + everything(), 400),
     body_row("trailing garbage", everything() + b"x", 400),
@@ -144,16 +124,16 @@ ROWS = [
     body_row("a lone NUL byte", b"\x00", 400),
     # -- numbers at the edge ----------------------------------------------------------------
     body_row("1e400 in a float field", splice("ratio", b"1e400"), 422,
-             mentions="Number out of range", bug=OUT_OF_RANGE),
+             mentions="Number out of range"),
     body_row("1e400 in an untyped body", b"1e400", 422, route=b"/anything",
-             mentions="Number out of range", bug=OUT_OF_RANGE),
+             mentions="Number out of range"),
     body_row("10,000-digit integer in an int field", splice("count", HUGE_INT), 422,
-             mentions="Integer value out of range", bug=OUT_OF_RANGE),
+             mentions="Integer value out of range"),
     body_row("10,000-digit negative integer, untyped", b"[-" + HUGE_INT + b"]", 422,
-             route=b"/anything", mentions="Integer value out of range", bug=OUT_OF_RANGE),
+             route=b"/anything", mentions="Integer value out of range"),
     body_row("10,000-digit integer after a wrong field",
              everything(text=1).replace(b'"count":3', b'"count":' + HUGE_INT), 422,
-             mentions="Expected `str`, got `int`", bug=OUT_OF_RANGE),
+             mentions="Expected `str`, got `int`"),
     body_row("1e308 is a float", splice("ratio", b"1e308"), 200),
     body_row("20-digit integer fits an untyped body", b"[18446744073709551615]", 200,
              route=b"/anything", expected=[18446744073709551615]),
@@ -304,12 +284,8 @@ ROWS = [
 # fmt: on
 
 
-def row_params(with_bugs: bool) -> list[Any]:
-    params = []
-    for row in ROWS:
-        marks = [pytest.mark.xfail(strict=True, reason=row.bug)] if with_bugs and row.bug else []
-        params.append(pytest.param(row, id=row.name, marks=marks))
-    return params
+def row_params() -> list[Any]:
+    return [pytest.param(row, id=row.name) for row in ROWS]
 
 
 def test_every_hostile_route_runs_on_the_tier_of_its_prefix() -> None:
@@ -319,7 +295,7 @@ def test_every_hostile_route_runs_on_the_tier_of_its_prefix() -> None:
 
 
 @pytest.mark.parametrize("tier", TIERS)
-@pytest.mark.parametrize("row", row_params(with_bugs=True))
+@pytest.mark.parametrize("row", row_params())
 def test_row_gets_its_documented_status_as_json(row: Row, tier: str) -> None:
     reply = row.send(ACTIVE_APP, tier)
     if row.plain_text:
@@ -339,7 +315,7 @@ def test_row_gets_its_documented_status_as_json(row: Row, tier: str) -> None:
 
 
 @pytest.mark.parametrize("tier", TIERS)
-@pytest.mark.parametrize("row", row_params(with_bugs=False))
+@pytest.mark.parametrize("row", row_params())
 def test_row_gets_the_same_bytes_from_both_twins(row: Row, tier: str) -> None:
     assert outcome(COMPILED_APP, row, tier) == outcome(PURE_APP, row, tier)
 

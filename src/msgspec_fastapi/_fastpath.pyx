@@ -71,9 +71,9 @@ cdef object match_partial = MATCH_PARTIAL
 cdef object match_none = MATCH_NONE
 
 
-cpdef bint is_json_media_type(bytes value):
+cpdef bint is_json_media_type(object value):
     """`application/json` or `application/*+json`, any parameters, any letter case."""
-    cdef bytes media = value.split(b";", 1)[0].strip(ascii_space).lower()
+    cdef object media = value.split(b";", 1)[0].strip(ascii_space).lower()
     if media == b"application/json":
         return True
     return media.startswith(b"application/") and media.endswith(b"+json")
@@ -127,7 +127,7 @@ cdef check_syntax(bytes raw):
         untyped_decode(raw)
     except ValidationError:
         return
-    except DecodeError as exc:
+    except (DecodeError, UnicodeDecodeError) as exc:
         raise malformed_json(exc) from exc
     except RecursionError as exc:
         raise nested_too_deeply() from exc
@@ -171,8 +171,8 @@ cdef object pick(list items, str key, bint many, bint last):
     return found
 
 
-cdef object pick_header(list headers, bytes key, bint many):
-    cdef bytes name, value
+cdef object pick_header(object headers, bytes key, bint many):
+    cdef object name, value
     if many:
         return [value.decode("latin-1") for name, value in headers if name == key]
     for name, value in headers:
@@ -181,9 +181,9 @@ cdef object pick_header(list headers, bytes key, bint many):
     return None
 
 
-cdef dict parse_cookies(list headers):
+cdef dict parse_cookies(object headers):
     cdef dict cookies = {}
-    cdef bytes name, value
+    cdef object name, value
     for name, value in headers:
         if name == b"cookie":
             cookies.update(cookie_parser(value.decode("latin-1")))
@@ -296,8 +296,8 @@ cdef class RouteRuntime:
 
     # -- body -----------------------------------------------------------------------
 
-    cdef check_content_type(self, list headers):
-        cdef bytes name, value
+    cdef check_content_type(self, object headers):
+        cdef object name, value
         for name, value in headers:
             if name == b"content-type":
                 if not value:
@@ -308,9 +308,9 @@ cdef class RouteRuntime:
         if self.strict_content_type:
             raise unsupported_media_type()
 
-    cpdef check_declared_length(self, list headers):
+    cpdef check_declared_length(self, object headers):
         """413 before reading, when Content-Length already exceeds the route's limit."""
-        cdef bytes name, value
+        cdef object name, value
         cdef object declared
         for name, value in headers:
             if name == b"content-length":
@@ -345,7 +345,7 @@ cdef class RouteRuntime:
         except ValidationError as exc:
             check_syntax(raw)
             return body_invalid(exc)
-        except DecodeError as exc:
+        except (DecodeError, UnicodeDecodeError) as exc:
             raise malformed_json(exc) from exc
         except RecursionError as exc:
             raise nested_too_deeply() from exc

@@ -29,7 +29,7 @@ Both twins give byte-identical responses for every input; tests drive them side 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from copy import deepcopy
 from typing import Any
 from urllib.parse import parse_qsl
@@ -175,7 +175,7 @@ class RouteRuntime:
 
     # -- body -----------------------------------------------------------------------
 
-    def check_content_type(self, headers: list[tuple[bytes, bytes]]) -> None:
+    def check_content_type(self, headers: Iterable[tuple[bytes, bytes]]) -> None:
         for name, value in headers:
             if name == b"content-type":
                 if not value:
@@ -188,7 +188,7 @@ class RouteRuntime:
             # preflight, so FastAPI's strict_content_type refuses to read it as JSON.
             raise unsupported_media_type()
 
-    def check_declared_length(self, headers: list[tuple[bytes, bytes]]) -> None:
+    def check_declared_length(self, headers: Iterable[tuple[bytes, bytes]]) -> None:
         """413 before reading, when Content-Length already exceeds the route's limit."""
         for name, value in headers:
             if name == b"content-length":
@@ -225,7 +225,7 @@ class RouteRuntime:
             # error further on; malformed JSON must still be a 400.
             check_syntax(raw)
             return body_invalid(exc)
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
             raise malformed_json(exc) from exc
         except RecursionError as exc:
             raise nested_too_deeply() from exc
@@ -390,7 +390,8 @@ def check_syntax(raw: bytes) -> None:
         msgspec.json.decode(raw)
     except msgspec.ValidationError:
         return  # well-formed, but a number is out of range: the value's fault, a 422
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        # msgspec 0.22 reports invalid UTF-8 in a string as UnicodeDecodeError.
         raise malformed_json(exc) from exc
     except RecursionError as exc:
         raise nested_too_deeply() from exc
@@ -446,7 +447,7 @@ def pick(items: list[tuple[str, str]], key: str, many: bool, last: bool) -> Any:
     return found
 
 
-def pick_header(headers: list[tuple[bytes, bytes]], key: bytes, many: bool) -> Any:
+def pick_header(headers: Iterable[tuple[bytes, bytes]], key: bytes, many: bool) -> Any:
     """The first value or all values of a header, decoded as Starlette's Headers does."""
     if many:
         return [value.decode("latin-1") for name, value in headers if name == key]
@@ -456,7 +457,7 @@ def pick_header(headers: list[tuple[bytes, bytes]], key: bytes, many: bool) -> A
     return None
 
 
-def parse_cookies(headers: list[tuple[bytes, bytes]]) -> dict[str, str]:
+def parse_cookies(headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
     """Cookies from every Cookie header, later ones winning, as Starlette's Request."""
     cookies: dict[str, str] = {}
     for name, value in headers:

@@ -13,8 +13,7 @@ and fails when
 - the two tiers' answers differ (the design promises the same responses from both);
 - an exception other than ResponseValidationError (which the /pick routes provoke on
   purpose, and which FastAPI leaves to the server) escapes the app, FastAPI's own
-  failure to redirect a non-UTF-8 query string aside (`fastapi_redirect_failure`), and
-  the known bug with msgspec < 0.23 (`known_unicode_bug`, pinned in test_bad_input);
+  failure to redirect a non-UTF-8 query string aside (`fastapi_redirect_failure`);
 - the app answers with a 5xx, or leaves the response unfinished, or hangs.
 """
 
@@ -27,7 +26,7 @@ from typing import Any, Protocol, TypeVar
 from urllib.parse import quote
 
 import msgspec
-from hostile_app import EVERYTHING, MSGSPEC_RAISES_UNICODE_ERRORS, TIERS, build_app
+from hostile_app import EVERYTHING, TIERS, build_app
 from raw_asgi import send_request
 
 from msgspec_fastapi import _fastpath_py
@@ -181,7 +180,7 @@ def check(request: FuzzRequest) -> None:
             compiled_outcome = outcome(COMPILED_APP, tier, request)
             assert compiled_outcome == pure, f"twins differ on {tier}: {request}"
         if pure[0] == "raised":
-            if fastapi_redirect_failure(request, pure) or known_unicode_bug(pure):
+            if fastapi_redirect_failure(request, pure):
                 continue
             assert pure[1] == "ResponseValidationError", f"{pure} escaped on {tier}: {request}"
             assert b"/pick/" in request.target
@@ -210,11 +209,6 @@ def fastapi_redirect_failure(request: FuzzRequest, answer: tuple[Any, ...]) -> b
     except UnicodeDecodeError:
         return answer[1] == "UnicodeDecodeError" and path.endswith(b"/")
     return False
-
-
-def known_unicode_bug(answer: tuple[Any, ...]) -> bool:
-    """The known bug with msgspec < 0.23 (see hostile_app.MSGSPEC_RAISES_UNICODE_ERRORS)."""
-    return MSGSPEC_RAISES_UNICODE_ERRORS and answer[1] == "UnicodeDecodeError"
 
 
 def without_prefix(answer: tuple[Any, ...]) -> tuple[Any, ...]:
