@@ -13,6 +13,7 @@ from typing import Any
 import msgspec
 import pytest
 from fastapi import FastAPI
+from raw_asgi import scope_for
 
 from msgspec_fastapi import MsgspecRouter, install_openapi
 
@@ -32,7 +33,7 @@ class Recorder:
         self.pending = list(messages)
         self.read = 0
         self.sent: list[dict[str, Any]] = []
-        self.headers = [(b"host", b"test"), (b"content-type", b"application/json")]
+        self.headers = [(b"content-type", b"application/json")]
         if content_length is not None:
             self.headers.append((b"content-length", str(content_length).encode()))
 
@@ -46,20 +47,7 @@ class Recorder:
         self.sent.append(message)
 
     def run(self, app: FastAPI, path: str = "/cities") -> None:
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": "POST",
-            "scheme": "http",
-            "path": path,
-            "raw_path": path.encode(),
-            "root_path": "",
-            "query_string": b"",
-            "headers": self.headers,
-            "client": ("127.0.0.1", 1),
-            "server": ("test", 80),
-        }
+        scope = scope_for("POST", path.encode(), self.headers)
         asyncio.run(app(scope, self.receive, self.send))
 
     @property
