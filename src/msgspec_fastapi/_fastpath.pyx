@@ -261,7 +261,6 @@ cdef class RouteRuntime:
     cdef int container
     cdef int status_code
     cdef Py_ssize_t max_body_size
-    cdef bint is_direct
     cdef object endpoint
     cdef bint is_coroutine
     cdef tuple params
@@ -287,7 +286,6 @@ cdef class RouteRuntime:
         self.status_code = plan.status_code
         self.max_body_size = plan.max_body_size
         direct = plan.direct
-        self.is_direct = direct is not None
         if direct is not None:
             self.endpoint = direct.endpoint
             self.is_coroutine = direct.is_coroutine

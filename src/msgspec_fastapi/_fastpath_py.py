@@ -166,7 +166,6 @@ class RouteRuntime:
         self.status_code = plan.status_code
         self.max_body_size = plan.max_body_size
         direct = plan.direct
-        self.is_direct = direct is not None
         if direct is not None:
             self.endpoint = direct.endpoint
             self.is_coroutine = direct.is_coroutine
