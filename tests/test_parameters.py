@@ -76,6 +76,42 @@ def test_int_query_parameter_accepts_what_fastapi_accepts(router: MsgspecRouter,
     assert_same_decision(side_by_side(router, "/int", read), f"/int?n={raw}")
 
 
+# Inputs around the range of a bounded int, and around the 18 digits the request path reads
+# without msgspec: every decision must still be FastAPI's.
+BOUNDED_INT_INPUTS = [
+    "0", "1", "2", "99", "100", "101", "007", "0100", "-1", "+1", "1_0", "٣",
+    "000000000000000050", "000000000000000500", "0000000000000000050",
+    "999999999999999999", "9999999999999999999", "99999999999999999999",
+]  # fmt: skip
+BOUNDS = {
+    "ge-le": Query(ge=1, le=100),
+    "gt-lt": Query(gt=0, lt=101),
+    "ge-only": Query(ge=1),
+    "multiple_of": Query(ge=1, multiple_of=2),
+}
+
+
+@pytest.mark.parametrize("raw", BOUNDED_INT_INPUTS)
+@pytest.mark.parametrize("bounds", list(BOUNDS))
+def test_bounded_int_query_parameter_accepts_what_fastapi_accepts(
+    router: MsgspecRouter, bounds: str, raw: str
+) -> None:
+    async def read(n: Annotated[int, BOUNDS[bounds]]):
+        return {"n": n}
+
+    assert_same_decision(side_by_side(router, "/int", read), f"/int?n={raw}")
+
+
+@pytest.mark.parametrize("raw", ["0", "5", "6", "99999999999999999999"])
+def test_bounded_int_path_parameter_with_an_int_convertor_accepts_what_fastapi_accepts(
+    router: MsgspecRouter, raw: str
+) -> None:
+    async def read(n: Annotated[int, Path(ge=0, le=5)]):
+        return {"n": n}
+
+    assert_same_decision(side_by_side(router, "/int/{n:int}", read), f"/int/{raw}")
+
+
 @pytest.mark.parametrize("raw", BOOL_INPUTS)
 def test_bool_query_parameter_accepts_what_fastapi_accepts(router: MsgspecRouter, raw: str) -> None:
     async def read(flag: bool):

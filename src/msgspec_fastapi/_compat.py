@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import routing as _routing
 from fastapi.openapi import utils as _openapi_utils
-from starlette.types import ASGIApp, Scope
+from starlette.types import ASGIApp
 
 # The route context FastAPI is building a handler for. Included routers are built lazily
 # per inclusion (0.137+), and `get_route_handler` learns which inclusion it serves only
@@ -18,9 +18,10 @@ from starlette.types import ASGIApp, Scope
 _effective_route_context_var = _routing._effective_route_context_var
 
 # The scope entry where the router records the inclusion context that matched, read by
-# `APIRoute.handle` to pick that context's app.
-_SCOPE_KEY: str = _routing._FASTAPI_SCOPE_KEY
-_CONTEXT_KEY: str = _routing._FASTAPI_EFFECTIVE_ROUTE_CONTEXT_KEY
+# `APIRoute.handle` to pick that context's app, and by the request path to find what
+# registration left on that context.
+FASTAPI_SCOPE_KEY: str = _routing._FASTAPI_SCOPE_KEY
+ROUTE_CONTEXT_KEY: str = _routing._FASTAPI_EFFECTIVE_ROUTE_CONTEXT_KEY
 
 # OpenAPI components of FastAPI's 422 response, reused for the 422 we document.
 VALIDATION_ERROR_DEFINITION: dict[str, Any] = _openapi_utils.validation_error_definition
@@ -43,14 +44,6 @@ get_route_path = _routing.get_route_path
 def building_context() -> Any | None:
     """The inclusion context whose handler is being built, or None for the route itself."""
     return _effective_route_context_var.get()
-
-
-def matched_context(scope: Scope) -> Any | None:
-    """The inclusion context the router matched for this request, if any."""
-    fastapi_scope = scope.get(_SCOPE_KEY)
-    if fastapi_scope is None:
-        return None
-    return fastapi_scope.get(_CONTEXT_KEY)
 
 
 def wrap_body_limit(app: ASGIApp, max_body_size: int | None) -> ASGIApp:

@@ -10,7 +10,9 @@ from copy import deepcopy
 from urllib.parse import parse_qsl
 
 import msgspec
+from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
+from starlette.convertors import StringConvertor
 from starlette.requests import cookie_parser
 from starlette.responses import Response
 
@@ -22,16 +24,21 @@ from msgspec_fastapi._shared import (
     CONTAINER_OPTIONAL,
     CONTAINER_TUPLE,
     CONTENT_LENGTH,
+    DIRECT_ATTR,
+    FAST_DIGITS_MAX,
+    FASTAPI_SCOPE_KEY,
     JSON_CONTENT_TYPE,
     MATCH_FULL,
     MATCH_NONE,
     MATCH_PARTIAL,
+    MATCHER_ATTR,
     MISSING,
     OUTPUT_TRUSTED,
     OUTPUT_UNTYPED,
     PARAM_HEADER,
     PARAM_PATH,
     PARAM_QUERY,
+    ROUTE_CONTEXT_KEY,
     ClientDisconnect,
     PreparedResponse,
     RequestValidationError,
@@ -69,6 +76,13 @@ cdef int at_header = PARAM_HEADER
 cdef object match_full = MATCH_FULL
 cdef object match_partial = MATCH_PARTIAL
 cdef object match_none = MATCH_NONE
+cdef str fastapi_scope_key = FASTAPI_SCOPE_KEY
+cdef str route_context_key = ROUTE_CONTEXT_KEY
+cdef str matcher_attr = MATCHER_ATTR
+cdef str direct_attr = DIRECT_ATTR
+cdef object api_route_matches = APIRoute.matches
+cdef object api_route_handle = APIRoute.handle
+cdef Py_ssize_t fast_digits_max = FAST_DIGITS_MAX
 
 
 cpdef bint is_json_media_type(object value):
@@ -202,7 +216,8 @@ cdef class RouteMatcher:
     def __init__(self, route, path_regex, dict convertors, endpoint, methods):
         self.route = route
         self.path_regex = path_regex
-        self.convertors = convertors
+        # A StringConvertor returns its input, so only the others need calling.
+        self.convertors = {k: c for k, c in convertors.items() if type(c) is not StringConvertor}
         self.endpoint = endpoint
         self.methods = frozenset(methods)
 
@@ -216,9 +231,8 @@ cdef class RouteMatcher:
         if found is None:
             return match_none, {}
         params = found.groupdict()
-        if params:
-            for key, value in params.items():
-                params[key] = self.convertors[key].convert(value)
+        for key, convertor in self.convertors.items():
+            params[key] = convertor.convert(params[key])
         inherited = scope.get("path_params")
         if inherited:
             params = {**inherited, **params}
@@ -226,6 +240,30 @@ cdef class RouteMatcher:
         if scope["method"] not in self.methods:
             return match_partial, child
         return match_full, child
+
+
+cdef inline object matched_context(dict scope):
+    cdef object fastapi_scope = scope.get(fastapi_scope_key)
+    return None if fastapi_scope is None else fastapi_scope.get(route_context_key)
+
+
+def route_matches(route, dict scope):
+    """`MsgspecRoute.matches`; see `_fastpath_py.route_matches`."""
+    cdef object context = matched_context(scope)
+    if context is None or context.original_route is not route or scope["type"] != "http":
+        return api_route_matches(route, scope)
+    return (<RouteMatcher?>getattr(context, matcher_attr)).match(scope)
+
+
+def route_handle(route, dict scope, receive, send):
+    """`MsgspecRoute.handle`; see `_fastpath_py.route_handle`."""
+    cdef object context = matched_context(scope)
+    cdef object direct
+    if context is not None and context.original_route is route:
+        direct = getattr(context, direct_attr, None)
+        if direct is not None and scope["method"] in context.methods:
+            return direct(scope, receive, send)
+    return api_route_handle(route, scope, receive, send)
 
 
 cdef class SendTracker:
@@ -242,6 +280,61 @@ cdef class SendTracker:
         if message["type"] == "http.response.start":
             self.started = True
         return self.send(message)
+
+
+cdef inline bint small_int(object raw, long long *out) except -1:
+    """`_fastpath_py.small_int`, for values that fit in a C long long."""
+    cdef Py_ssize_t length
+    cdef long long number = 0
+    cdef Py_UCS4 ch
+    if type(raw) is int:
+        try:
+            out[0] = raw
+        except OverflowError:
+            return False
+        return True
+    if type(raw) is not str:
+        return False
+    length = len(<str>raw)
+    if length == 0 or length > fast_digits_max:
+        return False
+    for ch in <str>raw:
+        if ch < u"0" or ch > u"9":
+            return False
+        number = number * 10 + (<long long>ch - 48)
+    out[0] = number
+    return True
+
+
+cdef class Param:
+    """A `_params.ParamSpec` with typed fields, read per request."""
+
+    cdef str name
+    cdef int location
+    cdef str key
+    cdef bytes header_key
+    cdef tuple loc
+    cdef bint is_sequence
+    cdef bint required
+    cdef object default
+    cdef object convert
+    cdef bint has_bounds
+    cdef long long low
+    cdef long long high
+
+    def __init__(self, spec):
+        self.name = spec.name
+        self.location = spec.location
+        self.key = spec.key
+        self.header_key = spec.header_key
+        self.loc = spec.loc
+        self.is_sequence = spec.is_sequence
+        self.required = spec.required
+        self.default = spec.default
+        self.convert = spec.convert
+        self.has_bounds = spec.int_bounds is not None
+        if self.has_bounds:
+            self.low, self.high = spec.int_bounds
 
 
 cdef class RouteRuntime:
@@ -289,7 +382,7 @@ cdef class RouteRuntime:
         if direct is not None:
             self.endpoint = direct.endpoint
             self.is_coroutine = direct.is_coroutine
-            self.params = direct.params
+            self.params = tuple([Param(spec) for spec in direct.params])
             self.body_name = direct.body_name
 
     # -- body -----------------------------------------------------------------------
@@ -398,8 +491,10 @@ cdef class RouteRuntime:
         cdef list errors = []
         cdef list query = None
         cdef dict cookies = None
+        cdef Param spec
         cdef int location
         cdef object raw
+        cdef long long number
         for spec in self.params:
             location = spec.location
             if location == at_path:
@@ -422,21 +517,59 @@ cdef class RouteRuntime:
                 else:
                     values[spec.name] = deepcopy(spec.default)
                 continue
-            value, problems = spec.convert(raw, values, loc=spec.loc)
+            if spec.has_bounds and small_int(raw, &number):
+                if spec.low <= number <= spec.high:
+                    values[spec.name] = number
+                    continue
+            value, problems = spec.convert(raw, values, spec.loc)
             if problems:
                 errors.extend(problems)
             else:
                 values[spec.name] = value
         return values, errors
 
-    def __call__(self, scope, receive, send):
-        return self.serve(scope, receive, send)
-
-    async def serve(self, scope, receive, send):
-        cdef SendTracker tracker = SendTracker(send)
+    async def __call__(self, dict scope, receive, send):
+        cdef SendTracker tracker = None
+        cdef bint started = False
         cdef object error = None
+        cdef object body = None
+        cdef dict values
+        cdef list errors
+        cdef int status
+        cdef bytes payload
         try:
-            await self.run(scope, receive, tracker)
+            if self.has_body:
+                body = await self.read_body(scope, receive)
+            elif self.max_body_size >= 0:
+                self.check_declared_length(scope["headers"])
+            values, errors = self.extract_params(scope)
+            if errors:
+                raise RequestValidationError(errors)
+            if self.has_body:
+                if type(body) is RequestValidationError:
+                    raise body
+                values[self.body_name] = body
+            if self.is_coroutine:
+                result = await self.endpoint(**values)
+            else:
+                result = await run_in_threadpool(self.endpoint, **values)
+            if isinstance(result, Response):
+                tracker = SendTracker(send)
+                await result(scope, receive, tracker)
+                return
+            status = self.status_code
+            payload = self.encode(result)
+            if not body_allowed(status):
+                payload = b""
+            started = True
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": json_headers(status, payload),
+                }
+            )
+            await send({"type": "http.response.body", "body": payload})
         except ClientDisconnect:
             return
         except Exception as exc:
@@ -444,41 +577,6 @@ cdef class RouteRuntime:
         if error is not None:
             # Outside the except block: the handler clears the exception's traceback,
             # which a coroutine suspended inside that block would still read.
-            await handle_route_exception(error, scope, receive, send, tracker.started)
-
-    async def run(self, dict scope, receive, send):
-        cdef object body = None
-        cdef dict values
-        cdef list errors
-        cdef int status
-        cdef bytes payload
-        if self.has_body:
-            body = await self.read_body(scope, receive)
-        elif self.max_body_size >= 0:
-            self.check_declared_length(scope["headers"])
-        values, errors = self.extract_params(scope)
-        if errors:
-            raise RequestValidationError(errors)
-        if self.has_body:
-            if type(body) is RequestValidationError:
-                raise body
-            values[self.body_name] = body
-        if self.is_coroutine:
-            result = await self.endpoint(**values)
-        else:
-            result = await run_in_threadpool(self.endpoint, **values)
-        if isinstance(result, Response):
-            await result(scope, receive, send)
-            return
-        status = self.status_code
-        payload = self.encode(result)
-        if not body_allowed(status):
-            payload = b""
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": json_headers(status, payload),
-            }
-        )
-        await send({"type": "http.response.body", "body": payload})
+            if tracker is not None:
+                started = tracker.started
+            await handle_route_exception(error, scope, receive, send, started)

@@ -17,6 +17,10 @@ Both twins implement one contract over a route's plan (`_plan.RoutePlan`):
 - `RouteMatcher(route, path_regex, convertors, endpoint, methods).match(scope)` is the
   router's test of whether a request is for an included route, run for every route the
   router tries (twice per request), with FastAPI's result.
+- `route_matches(route, scope)` and `route_handle(route, scope, receive, send)` are
+  `MsgspecRoute.matches` and `MsgspecRoute.handle`: they find the matcher and the
+  direct-tier app registration left on the inclusion context FastAPI is trying, and fall
+  back to `APIRoute`'s own methods everywhere else.
 - `runtime.respond(result, status_code, extra_headers)` is `encode` plus a Response
   object, for the delegated tier where FastAPI's handler expects one.
 - `await runtime(scope, receive, send)` is the direct tier's whole ASGI app: body, then
@@ -35,7 +39,9 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import msgspec
+from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
+from starlette.convertors import StringConvertor
 from starlette.requests import cookie_parser
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
@@ -48,16 +54,21 @@ from ._shared import (
     CONTAINER_OPTIONAL,
     CONTAINER_TUPLE,
     CONTENT_LENGTH,
+    DIRECT_ATTR,
+    FAST_DIGITS_MAX,
+    FASTAPI_SCOPE_KEY,
     JSON_CONTENT_TYPE,
     MATCH_FULL,
     MATCH_NONE,
     MATCH_PARTIAL,
+    MATCHER_ATTR,
     MISSING,
     OUTPUT_TRUSTED,
     OUTPUT_UNTYPED,
     PARAM_HEADER,
     PARAM_PATH,
     PARAM_QUERY,
+    ROUTE_CONTEXT_KEY,
     ClientDisconnect,
     PreparedResponse,
     RequestValidationError,
@@ -103,7 +114,8 @@ class RouteMatcher:
     ) -> None:
         self.route = route
         self.path_regex = path_regex
-        self.convertors = convertors
+        # A StringConvertor returns its input, so only the others need calling.
+        self.convertors = {k: c for k, c in convertors.items() if type(c) is not StringConvertor}
         self.endpoint = endpoint
         self.methods = methods
 
@@ -115,10 +127,8 @@ class RouteMatcher:
         if found is None:
             return MATCH_NONE, {}
         params = found.groupdict()
-        if params:
-            convertors = self.convertors
-            for key, value in params.items():
-                params[key] = convertors[key].convert(value)
+        for key, convertor in self.convertors.items():
+            params[key] = convertor.convert(params[key])
         inherited = scope.get("path_params")
         if inherited:
             params = {**inherited, **params}
@@ -126,6 +136,33 @@ class RouteMatcher:
         if scope["method"] not in self.methods:
             return MATCH_PARTIAL, child
         return MATCH_FULL, child
+
+
+def matched_context(scope: Scope) -> Any:
+    """The inclusion context FastAPI's router is trying or has picked, if any."""
+    fastapi_scope = scope.get(FASTAPI_SCOPE_KEY)
+    return None if fastapi_scope is None else fastapi_scope.get(ROUTE_CONTEXT_KEY)
+
+
+def route_matches(route: APIRoute, scope: Scope) -> tuple[Any, dict[str, Any]]:
+    """`MsgspecRoute.matches`: the inclusion's prepared matcher, else APIRoute's own test."""
+    context = matched_context(scope)
+    if context is None or context.original_route is not route or scope["type"] != "http":
+        return APIRoute.matches(route, scope)
+    return getattr(context, MATCHER_ATTR).match(scope)  # type: ignore[no-any-return]
+
+
+def route_handle(route: APIRoute, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+    """`MsgspecRoute.handle`: the inclusion's direct-tier app, else APIRoute's handling.
+
+    Returns the awaitable rather than awaiting it: one coroutine less per request.
+    """
+    context = matched_context(scope)
+    if context is not None and context.original_route is route:
+        direct = getattr(context, DIRECT_ATTR, None)
+        if direct is not None and scope["method"] in context.methods:
+            return direct(scope, receive, send)  # type: ignore[no-any-return]
+    return APIRoute.handle(route, scope, receive, send)
 
 
 class SendTracker:
@@ -303,7 +340,13 @@ class RouteRuntime:
                 else:
                     values[spec.name] = deepcopy(spec.default)
                 continue
-            value, problems = spec.convert(raw, values, loc=spec.loc)
+            bounds = spec.int_bounds
+            if bounds is not None:
+                number = small_int(raw)
+                if number is not None and bounds[0] <= number <= bounds[1]:
+                    values[spec.name] = number  # what the converter would answer
+                    continue
+            value, problems = spec.convert(raw, values, spec.loc)
             if problems:
                 errors.extend(problems)
             else:
@@ -311,50 +354,54 @@ class RouteRuntime:
         return values, errors
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        tracker = SendTracker(send)
+        # One coroutine for the whole request. An exception is handled after the except
+        # block, as in the compiled twin, where a handler that clears the traceback of an
+        # exception still being handled would crash.
+        tracker: SendTracker | None = None
+        started = False
         error: Exception | None = None
         try:
-            await self.run(scope, receive, tracker)
+            body: Any = None
+            if self.has_body:
+                body = await self.read_body(scope, receive)
+            elif self.max_body_size >= 0:
+                self.check_declared_length(scope["headers"])
+            values, errors = self.extract_params(scope)
+            if errors:
+                raise RequestValidationError(errors)
+            if self.has_body:
+                if type(body) is RequestValidationError:
+                    raise body
+                values[self.body_name] = body
+            if self.is_coroutine:
+                result = await self.endpoint(**values)
+            else:
+                result = await run_in_threadpool(self.endpoint, **values)
+            if isinstance(result, Response):
+                tracker = SendTracker(send)
+                await result(scope, receive, tracker)
+                return
+            status = self.status_code
+            payload = self.encode(result)
+            if not body_allowed(status):
+                payload = b""
+            started = True
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": json_headers(status, payload),
+                }
+            )
+            await send({"type": "http.response.body", "body": payload})
         except ClientDisconnect:
             return  # the client is gone: nothing to answer, nothing to raise
         except Exception as exc:
             error = exc
         if error is not None:
-            # Outside the except block, as in the compiled twin, where it matters.
-            await handle_route_exception(error, scope, receive, send, tracker.started)
-
-    async def run(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body: Any = None
-        if self.has_body:
-            body = await self.read_body(scope, receive)
-        elif self.max_body_size >= 0:
-            self.check_declared_length(scope["headers"])
-        values, errors = self.extract_params(scope)
-        if errors:
-            raise RequestValidationError(errors)
-        if self.has_body:
-            if type(body) is RequestValidationError:
-                raise body
-            values[self.body_name] = body
-        if self.is_coroutine:
-            result = await self.endpoint(**values)
-        else:
-            result = await run_in_threadpool(self.endpoint, **values)
-        if isinstance(result, Response):
-            await result(scope, receive, send)
-            return
-        status = self.status_code
-        payload = self.encode(result)
-        if not body_allowed(status):
-            payload = b""
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": json_headers(status, payload),
-            }
-        )
-        await send({"type": "http.response.body", "body": payload})
+            if tracker is not None:
+                started = tracker.started
+            await handle_route_exception(error, scope, receive, send, started)
 
 
 async def receive_body(receive: Receive, limit: int) -> bytes:
@@ -431,6 +478,15 @@ def parse_query(raw: bytes) -> list[tuple[str, str]]:
             name, _, value = field.partition("=")
             pairs.append((name, value))
     return pairs
+
+
+def small_int(raw: Any) -> int | None:
+    """An int, or a short ASCII digit string read as FastAPI reads it; else None."""
+    if type(raw) is int:
+        return raw
+    if type(raw) is str and 0 < len(raw) <= FAST_DIGITS_MAX and raw.isascii() and raw.isdigit():
+        return int(raw)
+    return None
 
 
 def pick(items: list[tuple[str, str]], key: str, many: bool, last: bool) -> Any:

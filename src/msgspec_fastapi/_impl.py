@@ -13,11 +13,29 @@ from typing import TYPE_CHECKING
 _PURE = os.environ.get("MSGSPEC_FASTAPI_PURE") == "1"
 
 if TYPE_CHECKING or _PURE or platform.python_implementation() != "CPython":
-    from ._fastpath_py import IMPLEMENTATION, RouteMatcher, RouteRuntime
+    from ._fastpath_py import (
+        IMPLEMENTATION,
+        RouteMatcher,
+        RouteRuntime,
+        route_handle,
+        route_matches,
+    )
 else:
     try:
-        from ._fastpath import IMPLEMENTATION, RouteMatcher, RouteRuntime
+        from ._fastpath import (
+            IMPLEMENTATION,
+            RouteMatcher,
+            RouteRuntime,
+            route_handle,
+            route_matches,
+        )
     except ImportError:
-        from ._fastpath_py import IMPLEMENTATION, RouteMatcher, RouteRuntime
+        from ._fastpath_py import (
+            IMPLEMENTATION,
+            RouteMatcher,
+            RouteRuntime,
+            route_handle,
+            route_matches,
+        )
 
-__all__ = ["IMPLEMENTATION", "RouteMatcher", "RouteRuntime"]
+__all__ = ["IMPLEMENTATION", "RouteMatcher", "RouteRuntime", "route_handle", "route_matches"]

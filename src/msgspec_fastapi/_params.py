@@ -17,10 +17,13 @@ import msgspec
 from pydantic.fields import FieldInfo
 from pydantic_core import SchemaValidator, core_schema
 
-from ._shared import PARAM_COOKIE, PARAM_HEADER, PARAM_PATH, PARAM_QUERY
+from ._shared import FAST_DIGITS_MAX, PARAM_COOKIE, PARAM_HEADER, PARAM_PATH, PARAM_QUERY
 from ._types import annotated_metadata, mentions_pydantic, optional_inner, strip_annotated
 
 Converter = Callable[..., tuple[Any, list[dict[str, Any]]]]
+IntBounds = tuple[int, int]
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
 
 _BOUNDS = {
     annotated_types.Gt: "gt",
@@ -146,7 +149,7 @@ def _string_normalizer(annotation: Any) -> Callable[[Any], Any] | None:
     def normalize(value: Any) -> Any:
         if not isinstance(value, str):
             return value
-        if plain_ints and len(value) < 19 and value.isascii() and value.isdigit():
+        if plain_ints and len(value) <= FAST_DIGITS_MAX and value.isascii() and value.isdigit():
             return int(value)  # the common case, read exactly as pydantic reads it
         try:
             return lax(value)
@@ -156,18 +159,54 @@ def _string_normalizer(annotation: Any) -> Callable[[Any], Any] | None:
     return normalize
 
 
-def make_converter(target: Any, strict: bool) -> Converter:
-    """The validator FastAPI calls for one parameter: `(value, values, *, loc)`."""
+def int_bounds(target: Any, strict: bool) -> IntBounds | None:
+    """(lowest, highest) accepted for a lax int parameter with only range constraints.
+
+    For such a parameter, an ASCII digit string is accepted exactly when its value lies in
+    the range, so the request path may read it without msgspec. None for anything else.
+    """
+    if strict:
+        return None
+    info = msgspec.inspect.type_info(target)
+    if isinstance(info, msgspec.inspect.UnionType):
+        others = [t for t in info.types if not isinstance(t, msgspec.inspect.NoneType)]
+        if len(others) != 1:
+            return None
+        info = others[0]
+    if not isinstance(info, msgspec.inspect.IntType) or info.multiple_of is not None:
+        return None
+    if any(type(b) is not int for b in (info.ge, info.gt, info.le, info.lt) if b is not None):
+        return None
+    low, high = _INT64_MIN, _INT64_MAX
+    if info.ge is not None:
+        low = max(low, info.ge)
+    if info.gt is not None:
+        low = max(low, info.gt + 1)
+    if info.le is not None:
+        high = min(high, info.le)
+    if info.lt is not None:
+        high = min(high, info.lt - 1)
+    return low, high
+
+
+def make_converter(target: Any, strict: bool, bounds: IntBounds | None) -> Converter:
+    """The validator FastAPI calls for one parameter: `(value, values, loc)`.
+
+    `bounds` is `int_bounds(target, strict)`.
+    """
     normalize = None if strict else _string_normalizer(target)
+    low, high = bounds if bounds is not None else (0, -1)
     convert = msgspec.convert
 
     def validate(
-        value: Any, values: Any = None, *, loc: tuple[str | int, ...] = ()
+        value: Any, values: Any = None, loc: tuple[str | int, ...] = ()
     ) -> tuple[Any, list[dict[str, Any]]]:
         try:
             if normalize is not None:
                 try:
                     value = normalize(value)
+                    if type(value) is int and low <= value <= high:
+                        return value, []  # what msgspec would answer, without asking it
                 except LaxRefused:
                     # msgspec's lax mode would take "1e3"; FastAPI does not. A strict
                     # conversion refuses it too, and words the error as msgspec does.
@@ -203,6 +242,7 @@ class ParamSpec:
     required: bool
     default: Any
     convert: Converter
+    int_bounds: IntBounds | None
 
 
 _LOCATIONS = {
@@ -244,8 +284,10 @@ def prepare_dependant(dependant: Any) -> None:
                 continue
             where = f"parameter {field.name!r}"
             target, strict = parameter_target(info.annotation, info.metadata, where)
-            field.validate = make_converter(target, strict)
+            bounds = int_bounds(target, strict)
+            field.validate = make_converter(target, strict, bounds)
             field.msgspec_target = target
+            field.msgspec_int_bounds = bounds
     for dependency in dependant.dependencies:
         prepare_dependant(dependency)
 
@@ -282,6 +324,7 @@ def direct_param_specs(dependant: Any) -> tuple[ParamSpec, ...] | None:
                     required=info.is_required(),
                     default=None if info.is_required() else field.default,
                     convert=field.validate,
+                    int_bounds=None if is_sequence else field.msgspec_int_bounds,
                 )
             )
     return tuple(specs)

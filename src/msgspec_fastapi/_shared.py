@@ -14,7 +14,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.routing import Match
 
-from ._compat import get_route_path
+from ._compat import FASTAPI_SCOPE_KEY, ROUTE_CONTEXT_KEY, get_route_path
 
 MATCH_FULL = Match.FULL
 MATCH_PARTIAL = Match.PARTIAL
@@ -57,6 +57,15 @@ PARAM_PATH = 0
 PARAM_QUERY = 1
 PARAM_HEADER = 2
 PARAM_COOKIE = 3
+
+# Digit strings this short fit in a signed 64-bit integer, so the compiled twin reads int
+# parameters made of them without overflow checks; longer ones take the converter.
+FAST_DIGITS_MAX = 18
+
+# Where registration leaves, on each inclusion context of a route, its matcher and (on the
+# direct tier) its ASGI app, for the route's `matches` and `handle` to find per request.
+MATCHER_ATTR = "_msgspec_matcher"
+DIRECT_ATTR = "_msgspec_direct_app"
 
 
 def unsupported_media_type() -> HTTPException:
@@ -123,6 +132,8 @@ class NoResponse(Response):
 
 
 __all__ = [
+    "FASTAPI_SCOPE_KEY",
+    "ROUTE_CONTEXT_KEY",
     "ClientDisconnect",
     "HTTPException",
     "RequestValidationError",

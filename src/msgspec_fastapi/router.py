@@ -10,7 +10,7 @@ routes with nothing for FastAPI to solve get the runtime as their whole ASGI app
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from contextvars import ContextVar
 from functools import wraps
 from typing import Any
@@ -21,22 +21,24 @@ from fastapi.routing import APIRoute
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Match
-from starlette.types import Receive, Scope, Send
 
 from . import _compat
-from ._impl import RouteMatcher, RouteRuntime
+from ._impl import RouteMatcher, RouteRuntime, route_handle, route_matches
 from ._openapi import merge_components, route_openapi
 from ._params import direct_param_specs, prepare_dependant
 from ._plan import DirectPlan, EndpointSpec, RoutePlan, analyze_endpoint
-from ._shared import ClientDisconnect, NoResponse, RequestValidationError
+from ._shared import (
+    DIRECT_ATTR,
+    MATCHER_ATTR,
+    ClientDisconnect,
+    NoResponse,
+    RequestValidationError,
+)
 from .responses import MsgspecJSONResponse
 
 # Where the delegated tier leaves (runtime, decoded body) for the endpoint wrapper.
 _SCOPE_KEY = "msgspec_fastapi"
 _SPEC_ATTR = "__msgspec_spec__"
-_DIRECT_ATTR = "_msgspec_direct_app"
-_MATCHER_ATTR = "_msgspec_matcher"
 
 # Before FastAPI 0.164 the router carries `max_body_size` itself: from a route decorator
 # to add_api_route, and from there to the route being built.
@@ -139,7 +141,7 @@ class MsgspecRoute(APIRoute):
         # Only used before FastAPI 0.164, which has no max_body_size of its own.
         self.msgspec_max_body_size = _ROUTE_LIMIT.get()
         super().__init__(path, endpoint, **kwargs)
-        direct = getattr(self, _DIRECT_ATTR, None)
+        direct = getattr(self, DIRECT_ATTR, None)
         if direct is not None:
             self.app = direct
 
@@ -148,7 +150,7 @@ class MsgspecRoute(APIRoute):
         target: Any = context if context is not None and context.original_route is self else self
         if target is context:
             matcher = RouteMatcher(self, *_compat.included_match_data(context))
-            setattr(context, _MATCHER_ATTR, matcher)
+            setattr(context, MATCHER_ATTR, matcher)
         prepare_dependant(target.dependant)
         spec: EndpointSpec | None = getattr(self.endpoint, _SPEC_ATTR, None)
         handler = super().get_route_handler()
@@ -171,7 +173,7 @@ class MsgspecRoute(APIRoute):
         direct = None
         if plan.direct is not None:
             direct = _compat.wrap_body_limit(runtime, getattr(target, "max_body_size", None))
-        setattr(target, _DIRECT_ATTR, direct)
+        setattr(target, DIRECT_ATTR, direct)
         if spec.body is None:
 
             async def handle(request: Request) -> Response:
@@ -206,25 +208,15 @@ class MsgspecRoute(APIRoute):
             return -1
         return self.msgspec_max_body_size
 
-    def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        context = _compat.matched_context(scope)
-        if context is None or context.original_route is not self or scope["type"] != "http":
-            return super().matches(scope)
-        return getattr(context, _MATCHER_ATTR).match(scope)
-
-    def handle(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:  # type: ignore[override]
-        # Returns the awaitable rather than awaiting it: one coroutine less per request.
-        context = _compat.matched_context(scope)
-        if context is not None and context.original_route is self:
-            direct = getattr(context, _DIRECT_ATTR, None)
-            if direct is not None and scope["method"] in context.methods:
-                return direct(scope, receive, send)
-        return super().handle(scope, receive, send)
+    # Per request, FastAPI's router calls these for every route it tries. They are the
+    # request path's functions (C in the compiled twin), so no Python frame runs here.
+    matches = route_matches  # type: ignore[assignment]
+    handle = route_handle  # type: ignore[assignment]
 
     @property
     def tier(self) -> str:
         """The tier of the route as added: "direct" or "delegated"."""
-        return "direct" if getattr(self, _DIRECT_ATTR, None) is not None else "delegated"
+        return "direct" if getattr(self, DIRECT_ATTR, None) is not None else "delegated"
 
 
 class MsgspecRouter(APIRouter):
