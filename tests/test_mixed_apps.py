@@ -130,6 +130,32 @@ def test_routes_for_two_methods_on_one_path_are_both_served(router: MsgspecRoute
     assert client.post("/cities", json=OSLO).json() == OSLO
 
 
+@pytest.mark.parametrize(
+    "path", ["/cities", "/cities%0A", "/cities%0A%0A", "/cities/", "/Cities", "/cities%20"]
+)
+def test_path_of_a_route_without_parameters_matches_as_in_fastapi(
+    router: MsgspecRouter, path: str
+) -> None:
+    async def cities() -> dict[str, int]:
+        return {"cities": 1}
+
+    plain = APIRouter()
+    plain.add_api_route("/cities", cities)
+    router.add_api_route("/cities", cities)
+    fastapi_app, our_app = FastAPI(), FastAPI()
+    fastapi_app.include_router(plain, prefix="/v1")
+    our_app.include_router(router, prefix="/v1")
+
+    theirs = TestClient(fastapi_app).get("/v1" + path, follow_redirects=False)
+    ours = TestClient(our_app).get("/v1" + path, follow_redirects=False)
+
+    def seen(response: Any) -> tuple[Any, ...]:
+        body = response.json() if response.status_code == 200 else response.content
+        return response.status_code, response.headers.get("location"), body
+
+    assert seen(ours) == seen(theirs)
+
+
 # -- dependencies -------------------------------------------------------------------------------
 
 

@@ -209,30 +209,40 @@ cdef class RouteMatcher:
 
     cdef object route
     cdef object path_regex
+    cdef str literal_path
+    cdef str literal_path_nl
     cdef dict convertors
     cdef object endpoint
     cdef frozenset methods
 
-    def __init__(self, route, path_regex, dict convertors, endpoint, methods):
+    def __init__(self, route, path_regex, str literal_path, dict convertors, endpoint, methods):
         self.route = route
         self.path_regex = path_regex
+        self.literal_path = literal_path
+        if literal_path is not None:
+            self.literal_path_nl = literal_path + "\n"
         # A StringConvertor returns its input, so only the others need calling.
         self.convertors = {k: c for k, c in convertors.items() if type(c) is not StringConvertor}
         self.endpoint = endpoint
         self.methods = frozenset(methods)
 
-    def match(self, dict scope):
+    cpdef tuple match(self, dict scope):
         cdef object path = scope["path"]
         cdef dict params
         cdef object inherited
         if scope.get("root_path"):
             path = get_route_path(scope)
-        found = self.path_regex.match(path)
-        if found is None:
-            return match_none, {}
-        params = found.groupdict()
-        for key, convertor in self.convertors.items():
-            params[key] = convertor.convert(params[key])
+        if self.literal_path is not None:
+            if path != self.literal_path and path != self.literal_path_nl:
+                return match_none, {}
+            params = {}
+        else:
+            found = self.path_regex.match(path)
+            if found is None:
+                return match_none, {}
+            params = found.groupdict()
+            for key, convertor in self.convertors.items():
+                params[key] = convertor.convert(params[key])
         inherited = scope.get("path_params")
         if inherited:
             params = {**inherited, **params}

@@ -14,7 +14,8 @@ Both twins implement one contract over a route's plan (`_plan.RoutePlan`):
   of exactly the declared Struct class (and containers of them) are trusted and encoded
   once, other values are validated against the declared type first (a failure raises
   `ResponseValidationError`), and untyped routes are encoded as they are.
-- `RouteMatcher(route, path_regex, convertors, endpoint, methods).match(scope)` is the
+- `RouteMatcher(route, path_regex, literal_path, convertors, endpoint, methods).match(scope)`
+  is the
   router's test of whether a request is for an included route, run for every route the
   router tries (twice per request), with FastAPI's result.
 - `route_matches(route, scope)` and `route_handle(route, scope, receive, send)` are
@@ -110,10 +111,19 @@ class RouteMatcher:
     """Matches requests to one included route, as FastAPI would; built at registration."""
 
     def __init__(
-        self, route: Any, path_regex: Any, convertors: dict[str, Any], endpoint: Any, methods: Any
+        self,
+        route: Any,
+        path_regex: Any,
+        literal_path: str | None,
+        convertors: dict[str, Any],
+        endpoint: Any,
+        methods: Any,
     ) -> None:
         self.route = route
         self.path_regex = path_regex
+        self.literal_path = literal_path
+        # What the regex of a literal path also matches (see `_plan.literal_path`).
+        self.literal_path_nl = None if literal_path is None else literal_path + "\n"
         # A StringConvertor returns its input, so only the others need calling.
         self.convertors = {k: c for k, c in convertors.items() if type(c) is not StringConvertor}
         self.endpoint = endpoint
@@ -123,12 +133,17 @@ class RouteMatcher:
         path = scope["path"]
         if scope.get("root_path"):
             path = get_route_path(scope)
-        found = self.path_regex.match(path)
-        if found is None:
-            return MATCH_NONE, {}
-        params = found.groupdict()
-        for key, convertor in self.convertors.items():
-            params[key] = convertor.convert(params[key])
+        if self.literal_path is not None:
+            if path != self.literal_path and path != self.literal_path_nl:
+                return MATCH_NONE, {}
+            params = {}
+        else:
+            found = self.path_regex.match(path)
+            if found is None:
+                return MATCH_NONE, {}
+            params = found.groupdict()
+            for key, convertor in self.convertors.items():
+                params[key] = convertor.convert(params[key])
         inherited = scope.get("path_params")
         if inherited:
             params = {**inherited, **params}

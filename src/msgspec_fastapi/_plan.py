@@ -11,6 +11,7 @@ the request-path twins read.
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from copy import deepcopy
 from dataclasses import dataclass
@@ -116,6 +117,17 @@ class RoutePlan:
     direct: DirectPlan | None
     # Enforced by the request path only where FastAPI does not (before 0.164); -1: none.
     max_body_size: int = -1
+
+
+def literal_path(path_regex: re.Pattern[str], path_format: str) -> str | None:
+    """The path a route without path parameters matches, when its regex is Starlette's.
+
+    Starlette compiles such a path to "^<escaped path>$", so the request path may compare
+    strings instead. Note `$`: the regex also matches the path followed by one newline.
+    """
+    if "{" in path_format or path_regex != re.compile("^" + re.escape(path_format) + "$"):
+        return None
+    return path_format
 
 
 def _untyped_hook(value: Any) -> Any:

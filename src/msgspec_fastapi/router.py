@@ -26,7 +26,7 @@ from . import _compat
 from ._impl import RouteMatcher, RouteRuntime, route_handle, route_matches
 from ._openapi import merge_components, route_openapi
 from ._params import direct_param_specs, prepare_dependant
-from ._plan import DirectPlan, EndpointSpec, RoutePlan, analyze_endpoint
+from ._plan import DirectPlan, EndpointSpec, RoutePlan, analyze_endpoint, literal_path
 from ._shared import (
     DIRECT_ATTR,
     MATCHER_ATTR,
@@ -149,7 +149,9 @@ class MsgspecRoute(APIRoute):
         context = _compat.building_context()
         target: Any = context if context is not None and context.original_route is self else self
         if target is context:
-            matcher = RouteMatcher(self, *_compat.included_match_data(context))
+            path_regex, convertors, endpoint, methods = _compat.included_match_data(context)
+            literal = literal_path(path_regex, context.path_format)
+            matcher = RouteMatcher(self, path_regex, literal, convertors, endpoint, methods)
             setattr(context, MATCHER_ATTR, matcher)
         prepare_dependant(target.dependant)
         spec: EndpointSpec | None = getattr(self.endpoint, _SPEC_ATTR, None)
