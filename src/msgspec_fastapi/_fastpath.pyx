@@ -429,9 +429,6 @@ cdef class RouteRuntime:
         self.check_declared_length(scope["headers"])
         return await receive_body(receive, self.max_body_size)
 
-    async def read_body(self, scope, receive):
-        return self.parse_body(scope, await self.read_raw(scope, receive))
-
     def parse_body(self, scope, bytes raw):
         if not raw:
             if self.default is Missing:
@@ -548,10 +545,11 @@ cdef class RouteRuntime:
         cdef int status
         cdef bytes payload
         try:
-            if self.has_body:
-                body = await self.read_body(scope, receive)
-            elif self.max_body_size >= 0:
+            # read_raw's steps, inline: two coroutines less per request.
+            if self.max_body_size >= 0:
                 self.check_declared_length(scope["headers"])
+            if self.has_body:
+                body = self.parse_body(scope, await receive_body(receive, self.max_body_size))
             values, errors = self.extract_params(scope)
             if errors:
                 raise RequestValidationError(errors)

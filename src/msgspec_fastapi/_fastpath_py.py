@@ -3,9 +3,10 @@
 Both twins implement one contract over a route's plan (`_plan.RoutePlan`):
 
 - `RouteRuntime(plan)` holds the per-route state built at registration.
-- `await runtime.read_body(scope, receive)` reads the body straight from `receive` and
-  hands it to `runtime.parse_body(scope, raw)`, which checks the content type on the raw
-  ASGI header list and decodes it. It returns the
+- `await runtime.read_raw(scope, receive)` reads the body straight from `receive` (a 413
+  as soon as it exceeds the route's limit, where the request path enforces one), and
+  `runtime.parse_body(scope, raw)` checks the content type on the raw ASGI header list
+  and decodes it. It returns the
   decoded value, or a `RequestValidationError` to raise once dependencies have run (a
   missing or invalid body is a 422, which a failing dependency must be able to pre-empt).
   It raises `HTTPException` 415 for a non-JSON content type, 400 for malformed or too
@@ -257,9 +258,6 @@ class RouteRuntime:
         self.check_declared_length(scope["headers"])
         return await receive_body(receive, self.max_body_size)
 
-    async def read_body(self, scope: Scope, receive: Receive) -> Any:
-        return self.parse_body(scope, await self.read_raw(scope, receive))
-
     def parse_body(self, scope: Scope, raw: bytes) -> Any:
         if not raw:
             if self.default is MISSING:
@@ -377,10 +375,11 @@ class RouteRuntime:
         error: Exception | None = None
         try:
             body: Any = None
-            if self.has_body:
-                body = await self.read_body(scope, receive)
-            elif self.max_body_size >= 0:
+            # read_raw's steps, inline: two coroutines less per request.
+            if self.max_body_size >= 0:
                 self.check_declared_length(scope["headers"])
+            if self.has_body:
+                body = self.parse_body(scope, await receive_body(receive, self.max_body_size))
             values, errors = self.extract_params(scope)
             if errors:
                 raise RequestValidationError(errors)
