@@ -11,7 +11,7 @@ BUILD_PY := $(BUILD_VENV)/bin/python
 # Keep in step with the pypa/cibuildwheel pin in .github/workflows/wheels.yml.
 CIBUILDWHEEL_VERSION ?= 4.2.0
 
-.PHONY: test test-lowest bench bench-quick bench-service bench-service-pg bench-service-tools lint fuzz clean
+.PHONY: test test-lowest bench bench-quick bench-icount bench-icount-quick bench-icount-tools bench-service bench-service-pg bench-service-tools lint fuzz clean
 .PHONY: wheel wheel-test check-build-identifiers
 
 BENCH_ARGS ?=
@@ -49,6 +49,18 @@ bench: $(VENV)/.bench-installed
 # A smoke run of the same (tiny batches, nothing judged on speed) for CI.
 bench-quick: $(VENV)/.bench-installed
 	$(PY) bench/micro.py --quick --strict
+
+# Instructions per request under valgrind: repeatable where timings scatter; see README.
+ICOUNT_ARGS ?=
+bench-icount-tools:
+	@command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
+
+bench-icount: bench-icount-tools $(VENV)/.bench-installed
+	$(PY) bench/icount.py $(ICOUNT_ARGS)
+
+# A smoke run of the same for CI: two variants, one route, a few requests.
+bench-icount-quick: bench-icount-tools $(VENV)/.bench-installed
+	$(PY) bench/icount.py --variants compiled,pure --routes get --requests 20
 
 # The service benchmark: uvicorn + SQLAlchemy, loaded by wrk; see README "Service benchmark".
 # Its own venv keeps every FastAPI variant on one FastAPI inside upstream 0.0.4's range.

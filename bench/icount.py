@@ -1,0 +1,164 @@
+"""Instructions per request of the micro benchmark's variants, counted by valgrind.
+
+The timed benchmark (micro.py) answers "how fast", but on a shared machine its rounds
+scatter by tens of per cent, which hides differences of a few per cent, such as the one
+between the two twins. Counting the instructions a request executes is repeatable to the
+last digit for a given build: this script runs each variant in its own process under
+callgrind, with address randomisation off and a fixed hash seed, and counts only a batch
+of requests (collection is switched on and off around it by valgrind's client requests,
+so start-up, imports and warm-up are not counted).
+
+Instructions are not time: cache misses and branch mispredictions are not in them. Use
+the ratios beside micro.py's, not instead of them.
+
+    python bench/icount.py                           # all variants and routes
+    python bench/icount.py --variants compiled,pure --routes get --requests 200
+
+Needs valgrind (Debian: `apt-get install valgrind`, whose headers come with it) and a C
+compiler for the five-line helper that issues the client requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from micro import PEERS, VARIANTS, ensure_upstream, log
+from micro_cities import ROUTE_KEYS, ROUTE_LABELS
+
+HERE = Path(__file__).resolve().parent
+WARMUP_REQUESTS = 200
+
+# valgrind starts without instrumenting (start-up runs several times faster so); these
+# switch it on with zeroed counters, and write the batch's counts out before switching off.
+HELPER_SOURCE = """
+#include <valgrind/callgrind.h>
+void icount_start(void) { CALLGRIND_START_INSTRUMENTATION; CALLGRIND_ZERO_STATS; }
+void icount_stop(void) { CALLGRIND_DUMP_STATS_AT("batch"); CALLGRIND_STOP_INSTRUMENTATION; }
+"""
+
+
+def build_helper(folder: Path) -> Path:
+    source, library = folder / "icount.c", folder / "libicount.so"
+    source.write_text(HELPER_SOURCE)
+    compiler = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    command = [compiler, "-O0", "-shared", "-fPIC", "-o", str(library), str(source)]
+    subprocess.run(command, check=True)
+    return library
+
+
+def run_worker(variant: str, route: str, requests: int, library: str) -> None:
+    """Inside valgrind: warm the variant up, then count one batch of requests."""
+    import micro_worker
+
+    build_app, _ = micro_worker.load(variant, PEERS)
+    bench = micro_worker.Bench(variant, build_app)
+    bench.run(route, WARMUP_REQUESTS)
+    helper = ctypes.CDLL(library)
+    gc.collect()
+
+    async def counted() -> None:
+        helper.icount_start()
+        await bench._batch(route, requests)  # checks every answer, as in micro.py
+        helper.icount_stop()
+
+    bench.loop.run_until_complete(counted())
+    bench.close()
+
+
+def read_total(out_prefix: Path) -> int:
+    """The instruction total of the dumped batch (callgrind writes it to `<prefix>.1`)."""
+    for line in Path(f"{out_prefix}.1").read_text().splitlines():
+        if line.startswith("totals:") or line.startswith("summary:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no totals in {out_prefix}.1")
+
+
+def count(variant: str, route: str, requests: int, library: Path, folder: Path) -> float:
+    out_prefix = folder / f"callgrind.{variant}.{route}"
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    env.pop("MSGSPEC_FASTAPI_PURE", None)
+    if variant == "pure":
+        env["MSGSPEC_FASTAPI_PURE"] = "1"
+    command = ["setarch", "-R"] if shutil.which("setarch") else []
+    command += ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
+    command += [f"--callgrind-out-file={out_prefix}"]
+    command += [sys.executable, __file__, "--worker", variant, route, str(requests), str(library)]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"{variant} {route} failed under valgrind:\n{result.stderr[-3000:]}")
+    return read_total(out_prefix) / requests
+
+
+def print_table(counts: dict[str, dict[str, float]], variants: list[str]) -> None:
+    print("instructions per request, counted by callgrind (lower is fewer); vs x: ratio to x")
+    for route, by_variant in counts.items():
+        print(f"\n{ROUTE_LABELS[route]}")
+        print(f"  {'variant':<10} {'instr/req':>11} {'vs upstream':>12} {'vs floor':>9}")
+        for variant in variants:
+            if variant not in by_variant:
+                continue
+            value = by_variant[variant]
+            cells = [f"  {variant:<10} {value:>11,.0f}"]
+            for base in ("upstream", "floor"):
+                ratio = value / by_variant[base] if base in by_variant else None
+                cells.append(f"{ratio:>11.3f}x" if ratio is not None else f"{'-':>12}")
+            print(" ".join(cells))
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        variant, route, requests, library = sys.argv[2:6]
+        run_worker(variant, route, int(requests), library)
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--routes", default=",".join(ROUTE_KEYS))
+    parser.add_argument("--requests", type=int, default=1000, help="counted requests per run")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--json", type=Path, help="write the counts here")
+    args = parser.parse_args()
+    variants = [v for v in args.variants.split(",") if v]
+    routes = [r for r in args.routes.split(",") if r]
+    unknown = sorted(set(variants) - set(VARIANTS)) + sorted(set(routes) - set(ROUTE_KEYS))
+    if unknown or args.requests < 1:
+        parser.error(f"unknown variants or routes {unknown}, or --requests below 1")
+    if shutil.which("valgrind") is None:
+        parser.error("valgrind is not installed (Debian: apt-get install valgrind)")
+    if "upstream" in variants and (reason := ensure_upstream()) is not None:
+        log(f"upstream skipped: {reason}")
+        variants.remove("upstream")
+    with tempfile.TemporaryDirectory(prefix="icount-") as tmp:
+        folder = Path(tmp)
+        library = build_helper(folder)
+        jobs = [(v, r) for r in routes for v in variants]
+        log(f"{len(jobs)} runs under valgrind, {args.jobs} at a time, up to a minute each")
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            futures = {
+                job: pool.submit(count, *job, args.requests, library, folder) for job in jobs
+            }
+            counts: dict[str, dict[str, float]] = {route: {} for route in routes}
+            for (variant, route), future in futures.items():
+                counts[route][variant] = future.result()
+                log(f"{variant} {route}: {counts[route][variant]:,.0f} instructions per request")
+    print_table(counts, variants)
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        meta: dict[str, Any] = {"requests": args.requests, "python": sys.version.split()[0]}
+        args.json.write_text(json.dumps({"meta": meta, "counts": counts}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
