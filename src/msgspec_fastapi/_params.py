@@ -177,6 +177,8 @@ def int_bounds(target: Any, strict: bool) -> IntBounds | None:
         return None
     if any(type(b) is not int for b in (info.ge, info.gt, info.le, info.lt) if b is not None):
         return None
+    # msgspec refuses bounds outside int64 (and gt/lt at its very ends) at registration,
+    # so the range always fits a C long long.
     low, high = _INT64_MIN, _INT64_MAX
     if info.ge is not None:
         low = max(low, info.ge)
