@@ -16,9 +16,8 @@ Both twins implement one contract over a route's plan (`_plan.RoutePlan`):
   once, other values are validated against the declared type first (a failure raises
   `ResponseValidationError`), and untyped routes are encoded as they are.
 - `RouteMatcher(route, path_regex, literal_path, convertors, endpoint, methods).match(scope)`
-  is the
-  router's test of whether a request is for an included route, run for every route the
-  router tries (twice per request), with FastAPI's result.
+  is the router's test of whether a request is for an included route, run for every route
+  the router tries (twice per request), with FastAPI's result.
 - `route_matches(route, scope)` and `route_handle(route, scope, receive, send)` are
   `MsgspecRoute.matches` and `MsgspecRoute.handle`: they find the matcher and the
   direct-tier app registration left on the inclusion context FastAPI is trying, and fall

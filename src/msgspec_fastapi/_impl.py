@@ -13,29 +13,17 @@ from typing import TYPE_CHECKING
 _PURE = os.environ.get("MSGSPEC_FASTAPI_PURE") == "1"
 
 if TYPE_CHECKING or _PURE or platform.python_implementation() != "CPython":
-    from ._fastpath_py import (
-        IMPLEMENTATION,
-        RouteMatcher,
-        RouteRuntime,
-        route_handle,
-        route_matches,
-    )
+    from . import _fastpath_py as _twin
 else:
     try:
-        from ._fastpath import (
-            IMPLEMENTATION,
-            RouteMatcher,
-            RouteRuntime,
-            route_handle,
-            route_matches,
-        )
+        from . import _fastpath as _twin
     except ImportError:
-        from ._fastpath_py import (
-            IMPLEMENTATION,
-            RouteMatcher,
-            RouteRuntime,
-            route_handle,
-            route_matches,
-        )
+        from . import _fastpath_py as _twin
+
+IMPLEMENTATION = _twin.IMPLEMENTATION
+RouteMatcher = _twin.RouteMatcher
+RouteRuntime = _twin.RouteRuntime
+route_handle = _twin.route_handle
+route_matches = _twin.route_matches
 
 __all__ = ["IMPLEMENTATION", "RouteMatcher", "RouteRuntime", "route_handle", "route_matches"]
