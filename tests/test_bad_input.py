@@ -53,6 +53,7 @@ class Row:
     body: bytes = b""
     expected: Any = None  # the whole JSON payload, where the row pins it
     mentions: str | None = None  # a fragment of the error message
+    loc: tuple[str, ...] | None = None  # how the first error's location starts
     plain_text: bool = False  # answered before any route runs, by Starlette (see the row)
 
     def send(self, app: Any, tier: str) -> Reply:
@@ -76,7 +77,7 @@ def body_row(name: str, body: bytes, status: int, route: bytes = b"/everything",
 
 def wrong_type(key: str, value: Any) -> Row:
     return body_row(
-        f"wrong type: {key}={value!r}", everything(**{key: value}), 422, mentions=f"`$.{key}"
+        f"wrong type: {key}={value!r}", everything(**{key: value}), 422, loc=("body", key)
     )
 
 
@@ -242,7 +243,7 @@ ROWS = [
     wrong_type("pet", "cat"),
     body_row("unknown field", everything(extra=1), 422, mentions="unknown field `extra`"),
     body_row("missing field", msgspec.json.encode({"text": "x"}), 422,
-             mentions="missing required field"),
+             mentions="Field required", loc=("body", "count")),
     # -- body limits ----------------------------------------------------------------------------
     body_row("body over the route limit", msgspec.json.encode({"name": "x" * SMALL_LIMIT}), 413,
              route=b"/small", expected={"detail": "Content Too Large"}),
@@ -318,6 +319,8 @@ def test_row_gets_its_documented_status_as_json(row: Row, tier: str) -> None:
         assert first_loc == ("query" if row.method == "GET" else "body") or first_loc == "path"
     if row.mentions:
         assert row.mentions in msgspec.json.encode(payload).decode()
+    if row.loc:
+        assert payload["detail"][0]["loc"][: len(row.loc)] == list(row.loc)
 
 
 @needs_compiled

@@ -555,7 +555,7 @@ def test_invalid_body_is_rejected_with_422_in_fastapi_error_shape(router: Msgspe
 
     assert response.status_code == 422
     assert_validation_error_shape(response.json(), "body")
-    assert "population" in response.json()["detail"][0]["msg"]
+    assert response.json()["detail"][0]["loc"] == ["body", "population"]
 
 
 def test_null_body_is_invalid_for_a_required_struct(router: MsgspecRouter) -> None:
@@ -702,15 +702,6 @@ def test_sync_endpoint_runs_outside_the_event_loop_thread(router: MsgspecRouter)
 # -- registration -------------------------------------------------------------------------------
 
 
-def test_two_msgspec_body_parameters_are_rejected_at_registration() -> None:
-    router = MsgspecRouter()
-
-    with pytest.raises(TypeError, match="second"):
-
-        @router.post("/two")
-        async def two(first: City, second: City) -> None: ...
-
-
 def test_msgspec_body_with_another_fastapi_body_field_is_rejected_at_registration() -> None:
     router = MsgspecRouter()
 
@@ -725,8 +716,8 @@ def test_failed_registration_leaves_the_router_unchanged() -> None:
 
     with pytest.raises(TypeError):
 
-        @router.post("/two")
-        async def two(first: City, second: City) -> None: ...
+        @router.post("/mixed")
+        async def mixed(city: City, note: Note) -> None: ...
 
     assert router.routes == []
 

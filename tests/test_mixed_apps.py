@@ -535,7 +535,7 @@ def test_validation_handler_payload_is_sent_for_an_invalid_body(router: MsgspecR
     response = client.post("/cities/1", json={"name": "Oslo"})
 
     assert response.status_code == 400
-    assert response.json() == {"handled": "validation", "locs": [["body"]]}
+    assert response.json() == {"handled": "validation", "locs": [["body", "population"]]}
 
 
 def test_validation_handler_payload_is_sent_for_a_missing_body(router: MsgspecRouter) -> None:

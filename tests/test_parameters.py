@@ -524,7 +524,7 @@ def test_msgspec_meta_constraint_on_a_query_parameter_is_enforced(router: Msgspe
 # -- parameter errors and body errors ----------------------------------------------------------
 
 
-def test_only_parameter_errors_are_returned_when_the_body_is_invalid_too(
+def test_parameter_errors_come_before_body_errors_when_both_are_invalid(
     router: MsgspecRouter,
 ) -> None:
     @router.post("/cities")
@@ -534,7 +534,8 @@ def test_only_parameter_errors_are_returned_when_the_body_is_invalid_too(
     response = client_for(router).post("/cities?limit=x", json={"name": "Oslo"})
 
     assert response.status_code == 422
-    assert [error["loc"][0] for error in response.json()["detail"]] == ["query"]
+    locs = [error["loc"] for error in response.json()["detail"]]
+    assert locs == [["query", "limit"], ["body", "population"]]
 
 
 def test_several_parameter_errors_are_reported_together(router: MsgspecRouter) -> None:

@@ -23,7 +23,6 @@ from msgspec_fastapi._shared import (
     ClientDisconnect,
     PreparedResponse,
     RequestValidationError,
-    body_invalid,
     body_missing,
     body_too_large,
     get_route_path,
@@ -32,11 +31,13 @@ from msgspec_fastapi._shared import (
     response_invalid,
     unsupported_media_type,
 )
+from msgspec_fastapi._validation import request_invalid
 
 IMPLEMENTATION = "compiled"
 
 # Shared constants under their `_shared` names, with C types where they have one.
 cdef object MISSING = _shared.MISSING
+cdef bytes EMPTY_OBJECT = _shared.EMPTY_OBJECT
 cdef frozenset BODYLESS_STATUSES = _shared.BODYLESS_STATUSES
 cdef tuple JSON_CONTENT_TYPE = _shared.JSON_CONTENT_TYPE
 cdef bytes CONTENT_LENGTH = _shared.CONTENT_LENGTH
@@ -60,6 +61,7 @@ cdef Py_ssize_t FAST_DIGITS_MAX = _shared.FAST_DIGITS_MAX
 cdef bytes ASCII_SPACE = b" \t\r\n\x0b\x0c"
 cdef object ValidationError = msgspec.ValidationError
 cdef object DecodeError = msgspec.DecodeError
+cdef object asdict = msgspec.structs.asdict
 cdef object API_ROUTE_MATCHES = APIRoute.matches
 cdef object API_ROUTE_HANDLE = APIRoute.handle
 
@@ -113,17 +115,6 @@ async def receive_body(receive, Py_ssize_t limit):
     if len(chunks) == 1:
         return chunks[0]
     return b"".join(chunks)
-
-
-cdef check_syntax(bytes raw):
-    try:
-        msgspec.json.decode(raw)
-    except ValidationError:
-        return
-    except (DecodeError, UnicodeDecodeError) as exc:
-        raise malformed_json(exc) from exc
-    except RecursionError as exc:
-        raise nested_too_deeply() from exc
 
 
 cdef revalidate_builtins(object result, object output_type, object error):
@@ -331,6 +322,7 @@ cdef class RouteRuntime:
     cdef object decoder
     cdef object default
     cdef bint embedded
+    cdef object report_invalid
     cdef bint strict_content_type
     cdef int output_mode
     cdef object encoder
@@ -352,6 +344,7 @@ cdef class RouteRuntime:
         self.decoder = body.decoder if body is not None else None
         self.default = body.default if body is not None else None
         self.embedded = body.embedded if body is not None else False
+        self.report_invalid = body.report_invalid if body is not None else None
         self.strict_content_type = plan.strict_content_type
         output = plan.output
         self.output_mode = output.mode if output is not None else OUTPUT_UNTYPED
@@ -404,6 +397,8 @@ cdef class RouteRuntime:
 
     def parse_body(self, scope, bytes raw):
         if not raw:
+            if self.embedded:
+                return self.decode(raw)
             if self.default is MISSING:
                 return body_missing()
             return deepcopy(self.default)
@@ -412,15 +407,14 @@ cdef class RouteRuntime:
 
     cdef decode(self, bytes raw):
         try:
-            value = self.decoder.decode(raw)
+            value = self.decoder.decode(raw or EMPTY_OBJECT)
         except ValidationError as exc:
-            check_syntax(raw)
-            return body_invalid(exc)
+            return self.report_invalid(exc, raw)
         except (DecodeError, UnicodeDecodeError) as exc:
             raise malformed_json(exc) from exc
         except RecursionError as exc:
             raise nested_too_deeply() from exc
-        return value.value if self.embedded else value
+        return asdict(value) if self.embedded else value
 
     # -- response -------------------------------------------------------------------
 
@@ -513,6 +507,7 @@ cdef class RouteRuntime:
         cdef bint started = False
         cdef object error = None
         cdef object body = None
+        cdef bytes raw = None
         cdef dict values
         cdef list errors
         cdef int status
@@ -522,14 +517,18 @@ cdef class RouteRuntime:
             if self.max_body_size >= 0:
                 self.check_declared_length(scope["headers"])
             if self.has_body:
-                body = self.parse_body(scope, await receive_body(receive, self.max_body_size))
+                raw = await receive_body(receive, self.max_body_size)
+                body = self.parse_body(scope, raw)
             values, errors = self.extract_params(scope)
             if errors:
-                raise RequestValidationError(errors)
+                raise request_invalid(errors, body, raw)
             if self.has_body:
                 if type(body) is RequestValidationError:
                     raise body
-                values[self.body_name] = body
+                if self.embedded:
+                    values.update(body)
+                else:
+                    values[self.body_name] = body
             if self.is_coroutine:
                 result = await self.endpoint(**values)
             else:

@@ -56,7 +56,6 @@ from ._shared import (
     ClientDisconnect,
     PreparedResponse,
     RequestValidationError,
-    body_invalid,
     body_missing,
     body_too_large,
     get_route_path,
@@ -65,11 +64,13 @@ from ._shared import (
     response_invalid,
     unsupported_media_type,
 )
+from ._validation import request_invalid
 
 IMPLEMENTATION = "pure"
 
 # Shared constants under their `_shared` names; the compiled twin gives them C types.
 MISSING = _shared.MISSING
+EMPTY_OBJECT = _shared.EMPTY_OBJECT
 BODYLESS_STATUSES = _shared.BODYLESS_STATUSES
 JSON_CONTENT_TYPE = _shared.JSON_CONTENT_TYPE
 CONTENT_LENGTH = _shared.CONTENT_LENGTH
@@ -93,6 +94,7 @@ FAST_DIGITS_MAX = _shared.FAST_DIGITS_MAX
 ASCII_SPACE = b" \t\r\n\x0b\x0c"
 ValidationError = msgspec.ValidationError
 DecodeError = msgspec.DecodeError
+asdict = msgspec.structs.asdict
 API_ROUTE_MATCHES = APIRoute.matches
 API_ROUTE_HANDLE = APIRoute.handle
 
@@ -145,19 +147,6 @@ async def receive_body(receive: Receive, limit: int) -> bytes:
     if len(chunks) == 1:
         return chunks[0]
     return b"".join(chunks)
-
-
-def check_syntax(raw: bytes) -> None:
-    """Raise the 400 for a body that is not JSON at all."""
-    try:
-        msgspec.json.decode(raw)
-    except ValidationError:
-        return  # well-formed, but a number is out of range: the value's fault, a 422
-    except (DecodeError, UnicodeDecodeError) as exc:
-        # msgspec 0.22 reports invalid UTF-8 in a string as UnicodeDecodeError.
-        raise malformed_json(exc) from exc
-    except RecursionError as exc:
-        raise nested_too_deeply() from exc
 
 
 def revalidate_builtins(result: Any, output_type: Any, error: Exception) -> Any:
@@ -385,6 +374,7 @@ class RouteRuntime:
         "output_type",
         "params",
         "plan",
+        "report_invalid",
         "status_code",
         "strict_content_type",
         "trusted_class",
@@ -398,6 +388,7 @@ class RouteRuntime:
         self.decoder = body.decoder if body is not None else None
         self.default = body.default if body is not None else None
         self.embedded = body.embedded if body is not None else False
+        self.report_invalid = body.report_invalid if body is not None else None
         self.strict_content_type = plan.strict_content_type
         output = plan.output
         self.output_mode = output.mode if output is not None else OUTPUT_UNTYPED
@@ -449,6 +440,8 @@ class RouteRuntime:
 
     def parse_body(self, scope: Scope, raw: bytes) -> Any:
         if not raw:
+            if self.embedded:
+                return self.decode(raw)  # each part takes its default or is missing
             if self.default is MISSING:
                 return body_missing()
             return deepcopy(self.default)
@@ -457,17 +450,17 @@ class RouteRuntime:
 
     def decode(self, raw: bytes) -> Any:
         try:
-            value = self.decoder.decode(raw)
+            value = self.decoder.decode(raw or EMPTY_OBJECT)
         except ValidationError as exc:
             # Typed decoding stops at the first wrong field, possibly before a syntax
-            # error further on; malformed JSON must still be a 400.
-            check_syntax(raw)
-            return body_invalid(exc)
+            # error further on: the report raises the 400 for malformed JSON, else
+            # lists every invalid field (see `_validation`).
+            return self.report_invalid(exc, raw)
         except (DecodeError, UnicodeDecodeError) as exc:
             raise malformed_json(exc) from exc
         except RecursionError as exc:
             raise nested_too_deeply() from exc
-        return value.value if self.embedded else value
+        return asdict(value) if self.embedded else value
 
     # -- response -------------------------------------------------------------------
 
@@ -560,19 +553,24 @@ class RouteRuntime:
         started = False
         error: Exception | None = None
         body: Any = None
+        raw: bytes | None = None
         try:
             # read_raw's steps, inline: two coroutines less per request.
             if self.max_body_size >= 0:
                 self.check_declared_length(scope["headers"])
             if self.has_body:
-                body = self.parse_body(scope, await receive_body(receive, self.max_body_size))
+                raw = await receive_body(receive, self.max_body_size)
+                body = self.parse_body(scope, raw)
             values, errors = self.extract_params(scope)
             if errors:
-                raise RequestValidationError(errors)
+                raise request_invalid(errors, body, raw)
             if self.has_body:
                 if type(body) is RequestValidationError:
                     raise body
-                values[self.body_name] = body
+                if self.embedded:
+                    values.update(body)
+                else:
+                    values[self.body_name] = body
             if self.is_coroutine:
                 result = await self.endpoint(**values)
             else:

@@ -51,6 +51,7 @@ from ._types import (
     optional_inner,
     strip_annotated,
 )
+from ._validation import BodyErrors
 
 _REJECTED_FOR_TYPED = (
     "response_model_include",
@@ -63,15 +64,24 @@ _REJECTED_FOR_TYPED = (
 
 @dataclass(frozen=True, slots=True)
 class BodyPlan:
-    name: str
+    """A route's body: one parameter as the whole body, or several embedded by key.
+
+    An embedded body decodes to a Struct whose fields are named for the parameters; the
+    request path hands the endpoint its fields as a dict (`msgspec.structs.asdict`).
+    """
+
+    names: tuple[str, ...]
     decoder: msgspec.json.Decoder[Any]
     decode_type: Any
     default: Any
     embedded: bool
+    required: bool
+    report_invalid: BodyErrors
 
     @property
-    def required(self) -> bool:
-        return self.default is MISSING
+    def name(self) -> str | None:
+        """The parameter a body that is not embedded goes to."""
+        return None if self.embedded else self.names[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,8 +154,9 @@ def _param_metadata(parameter: inspect.Parameter) -> list[Any]:
     return [*annotated_metadata(parameter.annotation), parameter.default]
 
 
-def _find_body(endpoint_name: str, parameters: list[inspect.Parameter]) -> inspect.Parameter | None:
-    body = None
+def _find_body(endpoint_name: str, parameters: list[inspect.Parameter]) -> list[inspect.Parameter]:
+    """The parameters that make up a msgspec body, in signature order."""
+    found = []
     for parameter in parameters:
         metadata = _param_metadata(parameter)
         where = f"{endpoint_name}(): parameter {parameter.name!r}"
@@ -166,54 +177,101 @@ def _find_body(endpoint_name: str, parameters: list[inspect.Parameter]) -> inspe
         explicit_body = any(isinstance(m, params.Body) for m in metadata)
         wants_body = explicit_body or mentions_struct(parameter.annotation)
         wants_body = wants_body or is_body_shaped(parameter.annotation)
-        if not wants_body or not is_msgspec_json_type(strip_annotated(parameter.annotation)):
-            continue
-        if body is not None:
-            raise TypeError(
-                f"{where}: only one msgspec body parameter is supported per route "
-                f"(already {body.name!r})"
-            )
-        body = parameter
-    return body
+        if wants_body and is_msgspec_json_type(strip_annotated(parameter.annotation)):
+            found.append(parameter)
+    return found
 
 
-def _body_plan(endpoint_name: str, parameter: inspect.Parameter) -> BodyPlan:
+@dataclass(frozen=True, slots=True)
+class _BodyPart:
+    """One body parameter: its type with constraints, default and key when embedded."""
+
+    name: str
+    body_type: Any
+    default: Any
+    key: str
+    embed: bool
+
+
+def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
     where = f"{endpoint_name}(): body parameter {parameter.name!r}"
     annotation = parameter.annotation
     body_info = next((m for m in _param_metadata(parameter) if isinstance(m, params.Body)), None)
     extra = [m for m in annotated_metadata(annotation) if not isinstance(m, params.Body)]
     default: Any = MISSING
-    embedded = False
+    embed = False
+    key = parameter.name
     if body_info is not None:
         if body_info.media_type != "application/json":
             raise TypeError(f"{where}: only application/json bodies are supported")
         if body_info.default_factory is not None:
             raise TypeError(f"{where}: Body(default_factory=...) is not supported")
         extra.extend(body_info.metadata)
-        embedded = body_info.embed is True
+        embed = body_info.embed is True
+        key = body_info.alias or parameter.name
         if body_info.default not in (PydanticUndefined, Ellipsis):
             default = body_info.default
     if parameter.default is not EMPTY and not isinstance(parameter.default, params.Body):
         default = parameter.default
     body_type = constrained_type(strip_annotated(annotation), extra, where)
-    decode_type = body_type
+    return _BodyPart(parameter.name, body_type, default, key, embed)
+
+
+def _embedded_type(endpoint_name: str, parts: list[_BodyPart]) -> Any:
+    """A Struct with one field per part, named for the parameter and keyed by its alias.
+
+    Its name is stable from run to run: the endpoint and a digest of what it holds.
+    """
+    fields: list[tuple[Any, ...]] = []
+    for part in parts:
+        if part.default is MISSING:
+            fields.append((part.name, part.body_type))
+        else:
+            frozen = part.default
+            factory = msgspec.field(default_factory=lambda frozen=frozen: deepcopy(frozen))
+            fields.append((part.name, part.body_type, factory))
+    # Required fields first, as Struct definitions need; the order of keys in JSON is free.
+    fields.sort(key=len)
+    identity = msgspec.json.encode(
+        [
+            {
+                "schema": msgspec.json.schema(part.body_type),
+                "key": part.key,
+                "required": part.default is MISSING,
+            }
+            for part in parts
+        ]
+    )
+    name = f"Body_{endpoint_name}_{sha256(identity).hexdigest()[:8]}"
+    return msgspec.defstruct(name, fields, rename={part.name: part.key for part in parts})
+
+
+def _body_plan(endpoint_name: str, parameters: list[inspect.Parameter]) -> BodyPlan:
+    """The plan of a body: one parameter as the whole body, or parameters embedded by key."""
+    parts = [_body_part(endpoint_name, parameter) for parameter in parameters]
+    where = f"{endpoint_name}(): body parameter {parts[0].name!r}"
+    embedded = len(parts) > 1 or parts[0].embed
     if embedded:
-        assert body_info is not None
-        key = body_info.alias or parameter.name
-        field: tuple[Any, ...] = ("value", body_type)
-        if default is not MISSING:
-            frozen = default
-            field = ("value", body_type, msgspec.field(default_factory=lambda: deepcopy(frozen)))
-        identity = msgspec.json.encode(
-            {"schema": msgspec.json.schema(body_type), "key": key, "required": default is MISSING}
-        )
-        name = f"Body_{endpoint_name}_{sha256(identity).hexdigest()[:8]}"
-        decode_type = msgspec.defstruct(name, [field], rename={"value": key})
+        decode_type = _embedded_type(endpoint_name, parts)
+        default: Any = MISSING
+        required = any(part.default is MISSING for part in parts)
+    else:
+        decode_type = parts[0].body_type
+        default = parts[0].default
+        required = default is MISSING
     try:
         decoder = msgspec.json.Decoder(type=decode_type)
     except TypeError as exc:
         raise TypeError(f"{where}: {exc}") from exc
-    return BodyPlan(parameter.name, decoder, decode_type, default, embedded)
+    return BodyPlan(
+        tuple(part.name for part in parts),
+        decoder,
+        decode_type,
+        default,
+        embedded,
+        required,
+        BodyErrors(decode_type),
+    )
 
 
 def _trust(output_type: Any) -> tuple[type | None, int]:
@@ -309,15 +367,15 @@ def analyze_endpoint(
     return_type = hints.get("return", signature.return_annotation)
     if return_type is type(None):
         return_type = None  # `-> None` declares no response model, as in FastAPI
-    body_parameter = _find_body(name, parameters)
-    body = _body_plan(name, body_parameter) if body_parameter is not None else None
+    body_parameters = _find_body(name, parameters)
+    body = _body_plan(name, body_parameters) if body_parameters else None
     output = _output_plan(name, return_type, options, untyped_allowed)
     if body is None and output is None:
         return None, signature
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):
         raise TypeError(f"{name}(): *args and **kwargs are not supported on msgspec routes")
 
-    remaining = [p for p in parameters if p is not body_parameter]
+    remaining = [p for p in parameters if p not in body_parameters]
     taken = {p.name for p in parameters}
 
     def injected(kind: type, fallback: str) -> tuple[str, bool]:

@@ -34,10 +34,13 @@ from ._shared import (
     NoResponse,
     RequestValidationError,
 )
+from ._validation import request_invalid
 from .responses import MsgspecJSONResponse
 
 # Where the delegated tier leaves (runtime, decoded body) for the endpoint wrapper.
 _SCOPE_KEY = "msgspec_fastapi"
+# Set once the endpoint wrapper runs: a validation error raised before it is FastAPI's own.
+_REACHED_KEY = "msgspec_fastapi.reached"
 _SPEC_ATTR = "__msgspec_spec__"
 
 # Before FastAPI 0.164 the router carries `max_body_size` itself: from a route decorator
@@ -85,6 +88,8 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
     """The endpoint FastAPI sees on the delegated tier."""
     endpoint = spec.endpoint
     is_coroutine = spec.is_coroutine
+    has_body = spec.body is not None
+    embedded = spec.body is not None and spec.body.embedded
     body_name = spec.body.name if spec.body is not None else None
     request_name, response_name = spec.request_name, spec.response_name
     pop_request, pop_response = spec.injected_request, spec.injected_response
@@ -95,10 +100,14 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
         request = values.pop(request_name) if pop_request else values[request_name]
         sub_response = values.pop(response_name) if pop_response else values[response_name]
         runtime, body = request.scope[_SCOPE_KEY]
-        if body_name is not None:
+        request.scope[_REACHED_KEY] = True
+        if has_body:
             if type(body) is RequestValidationError:
                 raise body
-            values[body_name] = body
+            if embedded:
+                values.update(body)
+            else:
+                values[body_name] = body
         if is_coroutine:
             result = await endpoint(**values)
         else:
@@ -206,7 +215,14 @@ class MsgspecRoute(APIRoute):
             # 415 and 400 are sent here, before any dependency runs.
             body = runtime.parse_body(request.scope, raw)
             request.scope[_SCOPE_KEY] = (runtime, body)
-            return await handler(request)
+            try:
+                return await handler(request)
+            except RequestValidationError as exc:
+                if request.scope.get(_REACHED_KEY):
+                    raise
+                # FastAPI's parameter errors, raised before the endpoint ran: the body's
+                # errors follow them, and the received body goes with them, as in FastAPI.
+                raise request_invalid(exc.errors(), body, raw) from None
 
         return handle_with_body
 

@@ -1,0 +1,285 @@
+"""Body validation errors as FastAPI reports them, worked out only when a body fails.
+
+msgspec stops at the first wrong value. When a body fails its typed decoding, the request
+path hands it to the route's `BodyErrors`, which decodes it again without a type (a body
+that is not JSON at all is still a 400) and walks the declared type over the decoded value
+to list every invalid field, each with FastAPI's `loc`: `("body", "population")`,
+`("body", 1, "population")`, `("body", "scores", "k")`. The walk checks each field against
+its own type with a decoder built once per type, and stops after `MAX_ERRORS` errors or
+`TIME_BUDGET` seconds, so a hostile body cannot make reporting expensive. The successful
+decode never comes here.
+
+Errors keep msgspec's wording with the full path (`Expected `int`, got `str` - at
+`$.population``) and the type `value_error.msgspec`; a missing field is FastAPI's own
+`missing` / `Field required`. `input` is the offending value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from types import NoneType, UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
+
+import msgspec
+from fastapi.exceptions import RequestValidationError
+
+from ._shared import malformed_json, nested_too_deeply
+
+MAX_ERRORS = 100
+TIME_BUDGET = 0.05
+
+Loc = tuple[str | int, ...]
+
+# msgspec's path of a value: `$`, then `.field`, `[index]` or `[...]` (a dict value).
+_AT = re.compile(r" - at `(\$[^`]*)`$")
+_KEY_AT = re.compile(r" - at `key` in `(\$[^`]*)`$")
+_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]|\[\.\.\.\]")
+_MISSING_FIELD = re.compile(r"^Object missing required field `(.*)`$")
+_UNKNOWN_FIELD = re.compile(r"^Object contains unknown field `(.*)`$")
+_SEQUENCES = (list, tuple, set, frozenset)
+_NO_VALUE = object()
+
+
+def decode_untyped(raw: bytes) -> Any:
+    """The body as JSON builtins; `_NO_VALUE` when it is well-formed but out of range.
+
+    Raises the 400 for a body that is not JSON at all.
+    """
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.ValidationError:
+        return _NO_VALUE  # well-formed, but a number is out of range: the value's fault
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        # msgspec 0.22 reports invalid UTF-8 in a string as UnicodeDecodeError.
+        raise malformed_json(exc) from exc
+    except RecursionError as exc:
+        raise nested_too_deeply() from exc
+
+
+def received_body(raw: bytes | None) -> Any:
+    """What FastAPI passes as `RequestValidationError.body`: the JSON, else the bytes."""
+    if not raw:
+        return None
+    try:
+        return msgspec.json.decode(raw)
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
+        return raw
+
+
+def path_text(loc: Loc) -> str:
+    """A location in msgspec's path notation."""
+    return "$" + "".join(f"[{step}]" if isinstance(step, int) else f".{step}" for step in loc)
+
+
+def parse_path(path: str) -> Loc:
+    """`$.a[2].b` -> ("a", 2, "b"); a dict value (`[...]`) ends the known part."""
+    loc: list[str | int] = []
+    for found in _STEP.finditer(path[1:]):
+        name, index = found.groups()
+        if name is not None:
+            loc.append(name)
+        elif index is not None:
+            loc.append(int(index))
+        else:
+            break
+    return tuple(loc)
+
+
+def split_message(message: str) -> tuple[str, Loc]:
+    """msgspec's message without its path, and the location it names."""
+    for pattern in (_KEY_AT, _AT):
+        found = pattern.search(message)
+        if found is not None:
+            return message[: found.start()], parse_path(found.group(1))
+    return message, ()
+
+
+def _strip(annotation: Any) -> tuple[Any, bool]:
+    """The type inside `Annotated`, and whether constraints sit on the outer type."""
+    if get_origin(annotation) is Annotated:
+        return get_args(annotation)[0], True
+    return annotation, False
+
+
+def _struct_class(annotation: Any) -> type[msgspec.Struct] | None:
+    origin = get_origin(annotation) or annotation
+    if isinstance(origin, type) and issubclass(origin, msgspec.Struct):
+        return origin
+    return None
+
+
+class _Walk:
+    """One report: the errors found so far, within the caps."""
+
+    __slots__ = ("checker", "deadline", "errors")
+
+    def __init__(self, checker: BodyErrors) -> None:
+        self.checker = checker
+        self.errors: list[dict[str, Any]] = []
+        self.deadline = time.perf_counter() + TIME_BUDGET
+
+    def full(self) -> bool:
+        return len(self.errors) >= MAX_ERRORS or time.perf_counter() > self.deadline
+
+    def add(self, loc: Loc, message: str, value: Any, missing: bool = False) -> None:
+        if len(self.errors) >= MAX_ERRORS:
+            return
+        if missing:
+            error = {"type": "missing", "loc": ("body", *loc), "msg": "Field required"}
+        else:
+            error = {"type": "value_error.msgspec", "loc": ("body", *loc), "msg": message}
+        error["input"] = value
+        self.errors.append(error)
+
+    def leaf(self, value: Any, loc: Loc, problem: str) -> None:
+        """Report `problem` (msgspec's message for `value`) at its absolute location."""
+        text, inner = split_message(problem)
+        where = loc + inner
+        found = _MISSING_FIELD.match(text)
+        if found is not None:
+            self.add((*where, found.group(1)), "", _value_at(value, inner), missing=True)
+            return
+        found = _UNKNOWN_FIELD.match(text)
+        if found is not None:
+            name = found.group(1)
+            container = _value_at(value, inner)
+            extra = container.get(name) if isinstance(container, dict) else None
+            where = (*where, name)
+            self.add(where, f"{text} - at `{path_text(where[:-1])}`", extra)
+            return
+        if _KEY_AT.search(problem):
+            suffix = f" - at `key` in `{path_text(where)}`"
+        else:
+            suffix = f" - at `{path_text(where)}`" if where else ""
+        self.add(where, text + suffix, _value_at(value, inner))
+
+    def check(self, annotation: Any, value: Any, loc: Loc, start: int = 0) -> None:
+        """Add the errors of `value` against `annotation`, found at `loc`."""
+        if self.full():
+            return
+        problem = self.checker.problem(annotation, value)
+        if problem is None:
+            return
+        before = len(self.errors)
+        bare, constrained = _strip(annotation)
+        if not constrained:
+            self.descend(bare, value, loc, start)
+        if len(self.errors) == before:
+            self.leaf(value, loc, problem)
+
+    def descend(self, bare: Any, value: Any, loc: Loc, start: int) -> None:
+        """Check the parts of a container one by one; report nothing when it has none."""
+        cls = _struct_class(bare)
+        if cls is not None:
+            config = cls.__struct_config__
+            if isinstance(value, dict) and not config.array_like and config.tag_field is None:
+                self.fields(cls, value, loc)
+            return
+        origin, args = get_origin(bare), get_args(bare)
+        if origin in _SEQUENCES and isinstance(value, list):
+            item_type = args[0] if args else Any
+            if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+                return  # a fixed-length tuple: its length is the problem or its items are
+            for index in range(start, len(value)):
+                if self.full():
+                    return
+                self.check(item_type, value[index], (*loc, index))
+        elif origin is dict and isinstance(value, dict) and len(args) == 2:
+            key_type, value_type = args
+            for key, item in value.items():
+                if self.full():
+                    return
+                if self.checker.problem(key_type, key) is not None:
+                    continue  # msgspec names no key; the container error stands for it
+                self.check(value_type, item, (*loc, key))
+        elif origin in (Union, UnionType):
+            members = [arg for arg in args if arg is not NoneType]
+            if value is not None and len(members) == 1:
+                self.check(members[0], value, loc)
+
+    def fields(self, cls: type[msgspec.Struct], value: dict[str, Any], loc: Loc) -> None:
+        names = set()
+        for field in msgspec.structs.fields(cls):
+            names.add(field.encode_name)
+            if field.encode_name not in value:
+                if field.required:
+                    self.add((*loc, field.encode_name), "", value, missing=True)
+                continue
+            self.check(field.type, value[field.encode_name], (*loc, field.encode_name))
+        if cls.__struct_config__.forbid_unknown_fields:
+            for key, item in value.items():
+                if key not in names:
+                    where = (*loc, key)
+                    message = f"Object contains unknown field `{key}`"
+                    if loc:
+                        message += f" - at `{path_text(loc)}`"
+                    self.add(where, message, item)
+
+
+def _value_at(value: Any, loc: Loc) -> Any:
+    for step in loc:
+        try:
+            value = value[step]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return value
+
+
+class BodyErrors:
+    """Turns a body's failed decoding into FastAPI's 422; built once per body type."""
+
+    __slots__ = ("decode_type", "decoders")
+
+    def __init__(self, decode_type: Any) -> None:
+        self.decode_type = decode_type
+        self.decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+
+    def problem(self, annotation: Any, value: Any) -> str | None:
+        """msgspec's message for `value` decoded as `annotation`, or None when it is valid."""
+        try:
+            decoder = self.decoders.get(annotation)
+        except TypeError:  # an unhashable annotation
+            decoder = None
+        if decoder is None:
+            decoder = msgspec.json.Decoder(type=annotation)
+            with contextlib.suppress(TypeError):
+                self.decoders[annotation] = decoder
+        try:
+            decoder.decode(msgspec.json.encode(value))
+        except msgspec.ValidationError as exc:
+            return str(exc)
+        return None
+
+    def __call__(self, exc: msgspec.ValidationError, raw: bytes) -> RequestValidationError:
+        """The 422 for `raw`, which failed with `exc`; raises the 400 if it is not JSON."""
+        data = decode_untyped(raw) if raw else {}
+        if data is _NO_VALUE:
+            _, loc = split_message(str(exc))
+            error = {"type": "value_error.msgspec", "loc": ("body", *loc), "msg": str(exc)}
+            return RequestValidationError([error], body=None)
+        walk = _Walk(self)
+        _, first = split_message(str(exc))
+        # Everything before msgspec's first error decoded: a list is checked from there.
+        start = first[0] if first and isinstance(first[0], int) else 0
+        bare, constrained = _strip(self.decode_type)
+        try:
+            if not constrained:
+                walk.descend(bare, data, (), start)
+        except RecursionError:
+            walk.errors.clear()  # a recursive type nested deeper than the walk can go
+        if not walk.errors:
+            walk.leaf(data, (), str(exc))
+        body = data if raw else None
+        if not raw:
+            for error in walk.errors:
+                error["input"] = None
+        return RequestValidationError(walk.errors, body=body)
+
+
+def request_invalid(errors: list[Any], body: Any, raw: bytes | None) -> RequestValidationError:
+    """Parameter errors, followed by the body's as FastAPI orders them."""
+    if type(body) is RequestValidationError:
+        return RequestValidationError([*errors, *body.errors()], body=body.body)
+    return RequestValidationError(errors, body=received_body(raw))
