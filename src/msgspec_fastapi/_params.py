@@ -17,6 +17,7 @@ import msgspec
 from pydantic.fields import FieldInfo
 from pydantic_core import SchemaValidator, core_schema
 
+from ._compat import replace_validator
 from ._shared import FAST_DIGITS_MAX, PARAM_COOKIE, PARAM_HEADER, PARAM_PATH, PARAM_QUERY
 from ._types import annotated_metadata, mentions_pydantic, optional_inner, strip_annotated
 
@@ -287,7 +288,7 @@ def prepare_dependant(dependant: Any) -> None:
             where = f"parameter {field.name!r}"
             target, strict = parameter_target(info.annotation, info.metadata, where)
             bounds = int_bounds(target, strict)
-            field.validate = make_converter(target, strict, bounds)
+            replace_validator(field, make_converter(target, strict, bounds))
             field.msgspec_target = target
             field.msgspec_int_bounds = bounds
     for dependency in dependant.dependencies:
