@@ -255,7 +255,8 @@ _LOCATIONS = {
     "cookie": PARAM_COOKIE,
 }
 _SEQUENCES = (list, set, frozenset, tuple)
-_GROUPS = ("path_params", "query_params", "header_params", "cookie_params")
+# The Dependant attributes that hold path, query, header and cookie parameters.
+PARAM_GROUPS = ("path_params", "query_params", "header_params", "cookie_params")
 
 
 def _sequence_kind(annotation: Any) -> bool | None:
@@ -278,7 +279,7 @@ def prepare_dependant(dependant: Any) -> None:
     FastAPI keeps extracting the values (aliases, defaults, repeated keys); only the
     validation changes. Pydantic-typed parameters stay FastAPI's.
     """
-    for group in _GROUPS:
+    for group in PARAM_GROUPS:
         for field in getattr(dependant, group):
             if getattr(field, "msgspec_target", None) is not None:
                 continue
@@ -302,7 +303,7 @@ def direct_param_specs(dependant: Any) -> tuple[ParamSpec, ...] | None:
     models, Json, nested containers), so the route stays on the delegated tier.
     """
     specs = []
-    for group in _GROUPS:
+    for group in PARAM_GROUPS:
         for field in getattr(dependant, group):
             info = field.field_info
             if getattr(field, "msgspec_target", None) is None:

@@ -28,6 +28,7 @@ from starlette.responses import Response
 
 from ._params import ParamSpec, constrained_type
 from ._shared import (
+    BODYLESS_STATUSES,
     CONTAINER_DICT,
     CONTAINER_LIST,
     CONTAINER_NONE,
@@ -263,7 +264,7 @@ def _output_plan(
                 f"{where}: response_model_by_alias=False is not supported, msgspec "
                 "responses always use the encoded field names"
             )
-        if options.get("status_code") in (204, 205, 304):
+        if options.get("status_code") in BODYLESS_STATUSES:
             raise TypeError(f"{where}: status code {options['status_code']} has no body")
         if not untyped_allowed:
             raise TypeError(f"{where}: a custom response_class cannot encode msgspec responses")
