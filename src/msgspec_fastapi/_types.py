@@ -7,7 +7,7 @@ import inspect
 from collections.abc import Callable
 from functools import partial
 from types import NoneType, UnionType
-from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, TypeGuard, Union, get_args, get_origin, get_type_hints
 
 import msgspec
 from pydantic import BaseModel
@@ -27,7 +27,7 @@ def annotated_metadata(annotation: Any) -> tuple[Any, ...]:
     return get_args(annotation)[1:] if get_origin(annotation) is Annotated else ()
 
 
-def is_struct_class(value: Any) -> bool:
+def is_struct_class(value: Any) -> TypeGuard[type[msgspec.Struct]]:
     return isinstance(value, type) and issubclass(value, msgspec.Struct)
 
 
