@@ -207,7 +207,7 @@ class MsgspecRoute(APIRoute):
             try:
                 if enforce_limit:
                     raw = await runtime.read_raw(request.scope, request.receive)
-                    request._body = raw  # so that dependencies can still read it
+                    _compat.cache_request_body(request, raw)  # for dependencies
                 else:
                     raw = await request.body()
             except ClientDisconnect:
