@@ -389,6 +389,7 @@ class RouteRuntime:
     decoder: Any
     encoder: Any
     output_decoder: Any
+    report_invalid: Any
     endpoint: Any
     body_name: Any
 

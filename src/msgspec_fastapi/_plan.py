@@ -218,6 +218,11 @@ def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
     return _BodyPart(parameter.name, body_type, default, key, embed)
 
 
+def _copies(value: Any) -> Callable[[], Any]:
+    """A default factory: each request gets its own copy of a mutable default."""
+    return lambda: deepcopy(value)
+
+
 def _embedded_type(endpoint_name: str, parts: list[_BodyPart]) -> Any:
     """A Struct with one field per part, named for the parameter and keyed by its alias.
 
@@ -228,8 +233,7 @@ def _embedded_type(endpoint_name: str, parts: list[_BodyPart]) -> Any:
         if part.default is MISSING:
             fields.append((part.name, part.body_type))
         else:
-            frozen = part.default
-            factory = msgspec.field(default_factory=lambda frozen=frozen: deepcopy(frozen))
+            factory = msgspec.field(default_factory=_copies(part.default))
             fields.append((part.name, part.body_type, factory))
     # Required fields first, as Struct definitions need; the order of keys in JSON is free.
     fields.sort(key=len)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
+from collections.abc import Sequence
 from types import NoneType, UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
 
@@ -257,8 +258,9 @@ class BodyErrors:
         data = decode_untyped(raw) if raw else {}
         if data is _NO_VALUE:
             _, loc = split_message(str(exc))
-            error = {"type": "value_error.msgspec", "loc": ("body", *loc), "msg": str(exc)}
-            return RequestValidationError([error], body=None)
+            only: dict[str, Any] = {"type": "value_error.msgspec", "loc": ("body", *loc)}
+            only["msg"] = str(exc)
+            return RequestValidationError([only], body=None)
         walk = _Walk(self)
         _, first = split_message(str(exc))
         # Everything before msgspec's first error decoded: a list is checked from there.
@@ -278,7 +280,7 @@ class BodyErrors:
         return RequestValidationError(walk.errors, body=body)
 
 
-def request_invalid(errors: list[Any], body: Any, raw: bytes | None) -> RequestValidationError:
+def request_invalid(errors: Sequence[Any], body: Any, raw: bytes | None) -> RequestValidationError:
     """Parameter errors, followed by the body's as FastAPI orders them."""
     if type(body) is RequestValidationError:
         return RequestValidationError([*errors, *body.errors()], body=body.body)

@@ -90,7 +90,7 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
     is_coroutine = spec.is_coroutine
     has_body = spec.body is not None
     embedded = spec.body is not None and spec.body.embedded
-    body_name = spec.body.name if spec.body is not None else None
+    body_name = spec.body.names[0] if spec.body is not None else ""
     request_name, response_name = spec.request_name, spec.response_name
     pop_request, pop_response = spec.injected_request, spec.injected_response
     handles_output = spec.output is not None
