@@ -330,6 +330,6 @@ def test_row_gets_the_same_bytes_from_both_twins(row: Row, tier: str) -> None:
 def outcome(app: Any, row: Row, tier: str) -> Any:
     """The messages sent, or the exception that escaped (the status test fails on it)."""
     try:
-        return row.send(app, tier).messages
+        return row.send(app, tier).sent
     except Exception as exc:
         return ("raised", type(exc).__name__, str(exc))

@@ -25,8 +25,8 @@ from fastapi import (
 from fastapi.responses import PlainTextResponse
 from fastapi.security import APIKeyHeader
 from fastapi.testclient import TestClient
+from raw_asgi import DISCONNECT, JSON, Reply, scope_for, send_messages
 from starlette.requests import HTTPConnection
-from support import call_asgi
 
 from msgspec_fastapi import MsgspecRoute, MsgspecRouter
 
@@ -397,6 +397,12 @@ def chunk_apps() -> tuple[FastAPI, list[str]]:
     return app, calls
 
 
+def post_cities(app: FastAPI, prefix: str, messages: list[dict[str, Any]]) -> Reply:
+    """POST `messages` to `prefix`/cities; once they run out the client waits."""
+    scope = scope_for("POST", f"{prefix}/cities".encode(), JSON)
+    return asyncio.run(send_messages(app, scope, messages, then="wait"))
+
+
 @pytest.mark.parametrize("prefix", ["/direct", "/delegated"])
 def test_body_sent_in_several_chunks_is_decoded_whole(prefix: str) -> None:
     app, calls = chunk_apps()
@@ -406,22 +412,18 @@ def test_body_sent_in_several_chunks_is_decoded_whole(prefix: str) -> None:
         {"type": "http.request", "body": b'lo", "population": 1}', "more_body": False},
     ]
 
-    sent = asyncio.run(call_asgi(app, prefix + "/cities", messages))
+    reply = post_cities(app, prefix, messages)
 
-    assert sent[0]["status"] == 200
-    assert msgspec.json.decode(sent[1]["body"]) == OSLO
+    assert (reply.status, reply.json()) == (200, OSLO)
     assert calls == ["Oslo"]
 
 
 @pytest.mark.parametrize("prefix", ["/direct", "/delegated"])
 def test_client_disconnect_mid_body_does_not_call_the_endpoint(prefix: str) -> None:
     app, calls = chunk_apps()
-    messages = [
-        {"type": "http.request", "body": b'{"name": "Os', "more_body": True},
-        {"type": "http.disconnect"},
-    ]
+    messages = [{"type": "http.request", "body": b'{"name": "Os', "more_body": True}, DISCONNECT]
 
-    sent = asyncio.run(call_asgi(app, prefix + "/cities", messages))
+    reply = post_cities(app, prefix, messages)
 
     assert calls == []
-    assert all(message.get("status") != 200 for message in sent)
+    assert all(message.get("status") != 200 for message in reply.sent)

@@ -21,7 +21,7 @@ from fastapi import Depends, FastAPI, Header, Query
 from fastapi.routing import iter_route_contexts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from raw_asgi import scope_for
+from raw_asgi import send_request
 
 from msgspec_fastapi import MsgspecRouter, _fastpath_py
 from msgspec_fastapi.router import route_class_for
@@ -102,25 +102,15 @@ COMPILED_APP = build_app(compiled)
 
 
 def call(app: FastAPI, method: str, path: str, query: bytes, headers: list, chunks: list) -> Any:
-    messages = [
-        {"type": "http.request", "body": chunk, "more_body": i < len(chunks) - 1}
-        for i, chunk in enumerate(chunks)
-    ] or [{"type": "http.request", "body": b""}]
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return messages.pop(0) if messages else {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    scope = scope_for(method, path.encode() + b"?" + query, headers)
+    """What `app` sent, or the exception that escaped it: both twins must raise alike."""
     try:
-        asyncio.run(app(scope, receive, send))
-    except Exception as exc:  # compared, not hidden: both twins must raise alike
+        reply = asyncio.run(
+            send_request(app, method, path.encode() + b"?" + query, headers, chunks)
+        )
+    except Exception as exc:
         errors = exc.errors() if hasattr(exc, "errors") else str(exc)
         return ("raised", type(exc).__name__, repr(errors))
-    return [(m.get("status"), m.get("headers"), m.get("body")) for m in sent]
+    return reply.sent
 
 
 json_values = st.recursive(

@@ -158,17 +158,17 @@ def run(coroutine: Any) -> Any:
 
 
 def outcome(app: Any, tier: str, request: FuzzRequest) -> tuple[Any, ...]:
-    """("reply", messages) or ("raised", exception type name, its errors or message)."""
+    """("reply", the Reply) or ("raised", exception type name, its errors or message)."""
     target = b"/" + tier.encode() + request.target
     coroutine = send_request(
         app, request.method, target, request.headers, request.chunks, not request.leaves
     )
     try:
-        reply = run(asyncio.wait_for(coroutine, timeout=30))
+        reply = run(coroutine)
     except Exception as exc:
         errors = exc.errors() if hasattr(exc, "errors") else str(exc)
         return ("raised", type(exc).__name__, repr(errors))
-    return ("reply", reply.messages)
+    return ("reply", reply)
 
 
 def check(request: FuzzRequest) -> None:
@@ -185,13 +185,13 @@ def check(request: FuzzRequest) -> None:
             assert pure[1] == "ResponseValidationError", f"{pure} escaped on {tier}: {request}"
             assert b"/pick/" in request.target
             continue
-        messages = pure[1]
-        if not messages:
+        reply = pure[1]
+        if not reply.sent:
             assert request.leaves, f"no answer on {tier}: {request}"
             continue
-        status, _, _ = messages[0]
-        assert status < 500, f"{status} on {tier}: {request}"
-        assert messages[-1][2] is not None, f"unfinished response on {tier}: {request}"
+        assert reply.status is not None, f"no response start on {tier}: {request}"
+        assert reply.status < 500, f"{reply.status} on {tier}: {request}"
+        assert reply.finished, f"unfinished response on {tier}: {request}"
     direct, delegated = (without_prefix(answers[tier]) for tier in TIERS)
     assert direct == delegated, f"tiers differ: {request}"
 
@@ -219,12 +219,12 @@ def without_prefix(answer: tuple[Any, ...]) -> tuple[Any, ...]:
 
     if answer[0] != "reply":
         return answer
-    messages = tuple(
-        (
-            status,
-            [(name, blank(value)) for name, value in headers] if headers else headers,
-            blank(body) if body else body,
-        )
-        for status, headers, body in answer[1]
-    )
+    messages = []
+    for message in answer[1].sent:
+        message = dict(message)
+        if "headers" in message:
+            message["headers"] = [(name, blank(value)) for name, value in message["headers"]]
+        if "body" in message:
+            message["body"] = blank(message["body"])
+        messages.append(message)
     return ("reply", messages)
