@@ -14,21 +14,13 @@ from typing import Any
 
 import msgspec
 import pytest
-from hostile_app import TIERS, build_app
+from hostile_app import APPS, TIERS
 from raw_asgi import body_messages, scope_for, send_messages
-
-from msgspec_fastapi import _fastpath_py
-
-compiled = pytest.importorskip("msgspec_fastapi._fastpath")
-
-APPS = {"pure": build_app(_fastpath_py), "compiled": build_app(compiled)}
+from twins import Twin
 
 
-TWINS = ["pure", "compiled"]
-
-
-def answer(twin: str, scope: dict[str, Any], body: bytes = b"") -> tuple[int | None, bytes]:
-    reply = asyncio.run(send_messages(APPS[twin], scope, body_messages([body])))
+def answer(twin: Twin, scope: dict[str, Any], body: bytes = b"") -> tuple[int | None, bytes]:
+    reply = asyncio.run(send_messages(APPS[twin.name], scope, body_messages([body])))
     return reply.status, reply.body
 
 
@@ -38,31 +30,27 @@ HEADERS = [(b"content-type", b"application/json"), (b"x-token", b"t")]
 
 
 @pytest.mark.parametrize("tier", TIERS)
-@pytest.mark.parametrize("twin", TWINS)
-def test_headers_as_a_tuple_of_pairs_are_read(twin: str, tier: str) -> None:
+def test_headers_as_a_tuple_of_pairs_are_read(twin: Twin, tier: str) -> None:
     scope = scope_for("POST", f"/{tier}/optional".encode(), HEADERS)
     scope["headers"] = tuple(scope["headers"])
     assert answer(twin, scope, POINT) == POINT_REPLY
 
 
 @pytest.mark.parametrize("tier", TIERS)
-@pytest.mark.parametrize("twin", TWINS)
-def test_header_pairs_as_lists_are_read(twin: str, tier: str) -> None:
+def test_header_pairs_as_lists_are_read(twin: Twin, tier: str) -> None:
     scope = scope_for("POST", f"/{tier}/optional".encode(), HEADERS)
     scope["headers"] = [list(pair) for pair in scope["headers"]]
     assert answer(twin, scope, POINT) == POINT_REPLY
 
 
-@pytest.mark.parametrize("twin", TWINS)
-def test_header_parameter_is_read_from_a_tuple_of_pairs(twin: str) -> None:
+def test_header_parameter_is_read_from_a_tuple_of_pairs(twin: Twin) -> None:
     scope = scope_for("GET", b"/direct/items/1", HEADERS)
     scope["headers"] = tuple(scope["headers"])
     status, body = answer(twin, scope)
     assert (status, msgspec.json.decode(body)["x_token"]) == (200, "t")
 
 
-@pytest.mark.parametrize("twin", TWINS)
-def test_query_string_that_is_not_bytes_is_refused(twin: str) -> None:
+def test_query_string_that_is_not_bytes_is_refused(twin: Twin) -> None:
     scope = scope_for("GET", b"/direct/items/1?q=x&n=2", [])
     scope["query_string"] = "q=x&n=2"
     with pytest.raises((TypeError, AttributeError)):
