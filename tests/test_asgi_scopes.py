@@ -3,8 +3,8 @@
 The specification types `headers` as an iterable of two-item iterables of byte strings,
 so a server may hand over a tuple of pairs, or pairs that are lists; Starlette and the
 pure twin read any of them. `query_string` must be a byte string: a server that passes
-anything else is broken, and the request path must refuse it rather than read it as
-bytes.
+anything else is broken, and the direct tier's request path must refuse it (TypeError)
+rather than read it as bytes.
 """
 
 from __future__ import annotations
@@ -50,8 +50,15 @@ def test_header_parameter_is_read_from_a_tuple_of_pairs(twin: Twin) -> None:
     assert (status, msgspec.json.decode(body)["x_token"]) == (200, "t")
 
 
-def test_query_string_that_is_not_bytes_is_refused(twin: Twin) -> None:
+def test_query_string_that_is_not_bytes_is_refused_with_a_type_error(
+    twin: Twin, request: pytest.FixtureRequest
+) -> None:
+    if twin.name == "pure":
+        # Both twins refuse it, but not alike: the pure twin calls .decode() on it. Drop
+        # this mark once `_fastpath_py` raises TypeError too (strict: it fails then).
+        reason = "the pure twin raises AttributeError where the compiled twin raises TypeError"
+        request.applymarker(pytest.mark.xfail(raises=AttributeError, strict=True, reason=reason))
     scope = scope_for("GET", b"/direct/items/1?q=x&n=2", [])
     scope["query_string"] = "q=x&n=2"
-    with pytest.raises((TypeError, AttributeError)):
+    with pytest.raises(TypeError):
         answer(twin, scope)
