@@ -50,14 +50,7 @@ def test_header_parameter_is_read_from_a_tuple_of_pairs(twin: Twin) -> None:
     assert (status, msgspec.json.decode(body)["x_token"]) == (200, "t")
 
 
-def test_query_string_that_is_not_bytes_is_refused_with_a_type_error(
-    twin: Twin, request: pytest.FixtureRequest
-) -> None:
-    if twin.name == "pure":
-        # Both twins refuse it, but not alike: the pure twin calls .decode() on it. Drop
-        # this mark once `_fastpath_py` raises TypeError too (strict: it fails then).
-        reason = "the pure twin raises AttributeError where the compiled twin raises TypeError"
-        request.applymarker(pytest.mark.xfail(raises=AttributeError, strict=True, reason=reason))
+def test_query_string_that_is_not_bytes_is_refused_with_a_type_error(twin: Twin) -> None:
     scope = scope_for("GET", b"/direct/items/1?q=x&n=2", [])
     scope["query_string"] = "q=x&n=2"
     with pytest.raises(TypeError):
