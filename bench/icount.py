@@ -34,10 +34,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from micro import PEERS, VARIANTS, ensure_upstream, log
-from micro_cities import ROUTE_KEYS, ROUTE_LABELS
+from common import ensure_upstream, log
+from micro.cities import ROUTE_KEYS, ROUTE_LABELS
+from micro.driver import VARIANTS
 
-HERE = Path(__file__).resolve().parent
 WARMUP_REQUESTS = 200
 
 # valgrind starts without instrumenting (start-up runs several times faster so); these
@@ -60,10 +60,10 @@ def build_helper(folder: Path) -> Path:
 
 def run_worker(variant: str, route: str, requests: int, library: str) -> None:
     """Inside valgrind: warm the variant up, then count one batch of requests."""
-    import micro_worker
+    from micro import worker
 
-    build_app, _ = micro_worker.load(variant, PEERS)
-    bench = micro_worker.Bench(variant, build_app)
+    build_app, _ = worker.load(variant)
+    bench = worker.Bench(variant, build_app)
     bench.run(route, WARMUP_REQUESTS)
     helper = ctypes.CDLL(library)
     gc.collect()
@@ -88,9 +88,6 @@ def read_total(out_prefix: Path) -> int:
 def count(variant: str, route: str, requests: int, library: Path, folder: Path) -> float:
     out_prefix = folder / f"callgrind.{variant}.{route}"
     env = dict(os.environ, PYTHONHASHSEED="0")
-    env.pop("MSGSPEC_FASTAPI_PURE", None)
-    if variant == "pure":
-        env["MSGSPEC_FASTAPI_PURE"] = "1"
     command = ["setarch", "-R"] if shutil.which("setarch") else []
     command += ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
     command += [f"--callgrind-out-file={out_prefix}"]

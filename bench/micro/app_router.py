@@ -7,7 +7,10 @@ before this module is imported, so the three variants run exactly this code.
 from typing import Annotated
 
 from fastapi import FastAPI, HTTPException, Path, Query
-from micro_cities import (
+
+from msgspec_fastapi import MsgspecRouter, install_openapi
+
+from .cities import (
     LIMIT_MAX,
     PAGE_SIZE,
     Accepted,
@@ -17,8 +20,6 @@ from micro_cities import (
     Dataset,
     search,
 )
-
-from msgspec_fastapi import MsgspecRouter, install_openapi
 
 
 def build_app(data: Dataset) -> FastAPI:

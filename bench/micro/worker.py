@@ -1,4 +1,4 @@
-"""One benchmark variant in its own process, driven by micro.py.
+"""One benchmark variant in its own process, driven by driver.py (`python -m micro.worker`).
 
 Protocol: one JSON object per line. The worker first writes {"status": "ready", ...},
 {"status": "skipped", "reason": ...} or {"status": "error", "message": ...}; then it answers
@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import gc
 import hashlib
-import importlib.metadata
 import importlib.util
 import json
 import os
@@ -20,12 +19,13 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TextIO
 
-import micro_cities
 import msgspec
-from micro_asgi import Lifespan, Response, WrongAnswer, call, http_scope
+from common import ROUTER_VARIANTS, Unavailable, import_router_package, version, versions
+
+from . import cities
+from .asgi import Lifespan, Response, WrongAnswer, call, http_scope
 
 # Variants whose bytes must equal msgspec's own encoding. Pydantic formats JSON by itself,
 # so for it the parsed values are compared instead.
@@ -33,75 +33,27 @@ BYTE_EXACT = {"compiled", "pure", "upstream", "litestar", "floor"}
 PREVIEW = 300
 
 
-class Skip(Exception):
-    """The variant's package is not available here; reported, never faked."""
-
-
-def _version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def _load_router_app(variant: str, peers: Path) -> tuple[Callable[..., Any], dict[str, Any]]:
-    upstream_dir = (peers / "upstream").resolve()
-    if variant == "upstream":
-        if not (upstream_dir / "msgspec_fastapi" / "__init__.py").is_file():
-            raise Skip(f"msgspec-fastapi is not installed in {upstream_dir}")
-        # First on sys.path, so it wins over any msgspec_fastapi in the environment.
-        sys.path.insert(0, str(upstream_dir))
-    elif importlib.util.find_spec("msgspec_fastapi") is None:
-        raise Skip("msgspec_fastapi is not installed in this environment")
-
-    import msgspec_fastapi
-
-    origin = Path(msgspec_fastapi.__file__ or "").resolve()
-    implementation = getattr(msgspec_fastapi, "IMPLEMENTATION", None)
-    if variant == "upstream":
-        if not origin.is_relative_to(upstream_dir):
-            raise RuntimeError(f"upstream variant imported {origin}, not from {upstream_dir}")
-        if implementation is not None:
-            raise RuntimeError(f"{origin} has IMPLEMENTATION, so it is not upstream")
-    else:
-        if implementation is None:
-            raise Skip(f"{origin} is not this project's package (it has no IMPLEMENTATION)")
-        if implementation != variant:
-            wanted = "MSGSPEC_FASTAPI_PURE=1" if variant == "pure" else "no MSGSPEC_FASTAPI_PURE"
-            raise RuntimeError(
-                f"msgspec_fastapi.IMPLEMENTATION is {implementation!r} with {wanted}, "
-                f"expected {variant!r} ({origin})"
-            )
-
-    import micro_app_router
-
-    info = {
-        "msgspec_fastapi": getattr(msgspec_fastapi, "__version__", None)
-        or _version("msgspec-fastapi"),
-        "module": str(origin),
-        "implementation": implementation,
-    }
-    return micro_app_router.build_app, info
-
-
-def load(variant: str, peers: Path) -> tuple[Callable[..., Any], dict[str, Any]]:
+def load(variant: str) -> tuple[Callable[..., Any], dict[str, Any]]:
     """The variant's build_app(dataset) and facts about what was imported."""
-    if variant in ("compiled", "pure", "upstream"):
-        return _load_router_app(variant, peers)
-    if variant == "pydantic":
-        import micro_app_pydantic
+    if variant in ROUTER_VARIANTS:
+        _, package = import_router_package(variant)
+        from . import app_router
 
-        return micro_app_pydantic.build_app, {}
+        return app_router.build_app, {"msgspec_fastapi": package}
+    if variant == "pydantic":
+        from . import app_pydantic
+
+        return app_pydantic.build_app, {}
     if variant == "litestar":
         if importlib.util.find_spec("litestar") is None:
-            raise Skip("litestar is not installed in this environment")
-        import micro_app_litestar
+            raise Unavailable("litestar is not installed in this environment")
+        from . import app_litestar
 
-        return micro_app_litestar.build_app, {"litestar": _version("litestar")}
+        return app_litestar.build_app, {"litestar": version("litestar")}
     if variant == "floor":
-        import micro_app_floor
+        from . import app_floor
 
-        return micro_app_floor.build_app, {}
+        return app_floor.build_app, {}
     raise ValueError(f"unknown variant {variant!r}")
 
 
@@ -110,8 +62,8 @@ class Bench:
 
     def __init__(self, variant: str, build_app: Callable[..., Any]) -> None:
         self.variant = variant
-        data = micro_cities.make_dataset()
-        self.cases = micro_cities.make_cases(data)
+        data = cities.make_dataset()
+        self.cases = cities.make_cases(data)
         self.app = build_app(data)
         # One loop for the worker's life, as a server has; run_until_complete per batch.
         self.loop = asyncio.new_event_loop()
@@ -209,7 +161,6 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("variant")
     parser.add_argument("--cpu", type=int, required=True)
-    parser.add_argument("--peers", type=Path, required=True)
     args = parser.parse_args()
 
     # Before anything else, so every thread the process starts later inherits the pinning.
@@ -224,8 +175,8 @@ def main() -> int:
 
     try:
         try:
-            build_app, info = load(args.variant, args.peers)
-        except Skip as skip:
+            build_app, info = load(args.variant)
+        except Unavailable as skip:
             reply({"status": "skipped", "reason": str(skip)})
             return 0
         bench = Bench(args.variant, build_app)
@@ -236,7 +187,7 @@ def main() -> int:
         info.update(
             python=sys.version.split()[0],
             cpu=sorted(os.sched_getaffinity(0)),
-            **{name: _version(name) for name in ("fastapi", "starlette", "msgspec", "pydantic")},
+            **versions(("fastapi", "starlette", "msgspec", "pydantic")),
         )
         reply({"status": "ready", "info": info, "fingerprint": bench.fingerprint()})
         serve(bench, sys.stdin, reply)

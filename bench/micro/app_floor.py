@@ -12,7 +12,10 @@ from urllib.parse import parse_qsl
 
 import msgspec
 from fastapi import APIRouter, FastAPI
-from micro_cities import (
+from msgspec import Meta
+from starlette.routing import Route
+
+from .cities import (
     LIMIT_MAX,
     PAGE_SIZE,
     Accepted,
@@ -22,8 +25,6 @@ from micro_cities import (
     Dataset,
     search,
 )
-from msgspec import Meta
-from starlette.routing import Route
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

@@ -4,7 +4,9 @@ from typing import Annotated
 
 import msgspec
 from fastapi import APIRouter, FastAPI, HTTPException, Path, Query
-from micro_cities import (
+from pydantic import BaseModel, Field
+
+from .cities import (
     ADMIN1_MAX,
     COUNTRY_PATTERN,
     FEATURE_PATTERN,
@@ -16,7 +18,6 @@ from micro_cities import (
     index_by_country,
     search,
 )
-from pydantic import BaseModel, Field
 
 Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
 Country = Annotated[str, Field(pattern=COUNTRY_PATTERN)]

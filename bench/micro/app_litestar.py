@@ -5,7 +5,8 @@ from typing import Annotated
 from litestar import Litestar, get, post
 from litestar.exceptions import NotFoundException
 from litestar.params import Parameter
-from micro_cities import (
+
+from .cities import (
     LIMIT_MAX,
     PAGE_SIZE,
     Accepted,
