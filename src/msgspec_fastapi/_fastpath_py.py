@@ -174,8 +174,12 @@ def revalidate_builtins(result: Any, output_type: Any, error: Exception) -> Any:
 def parse_query(raw: bytes) -> list[tuple[str, str]]:
     """The query string as Starlette's QueryParams reads it (parse_qsl, blanks kept).
 
-    Without escapes ('%' or '+') that is a plain split, done here without urllib.
+    Without escapes ('%' or '+') that is a plain split, done here without urllib. The
+    ASGI spec makes it bytes; anything else is refused as the compiled twin's typed
+    argument refuses it.
     """
+    if raw is not None and type(raw) is not bytes:
+        raise TypeError(f"query_string must be bytes, not {type(raw).__name__}")
     text = raw.decode("latin-1")
     if "%" in text or "+" in text:
         return parse_qsl(text, keep_blank_values=True)
