@@ -11,7 +11,7 @@ BUILD_PY := $(BUILD_VENV)/bin/python
 # Keep in step with the pypa/cibuildwheel pin in .github/workflows/wheels.yml.
 CIBUILDWHEEL_VERSION ?= 4.2.0
 
-.PHONY: test test-lowest bench bench-quick bench-icount bench-icount-quick bench-icount-tools bench-service bench-service-pg bench-service-tools lint fuzz clean
+.PHONY: test test-lowest bench bench-quick bench-errors bench-icount bench-icount-quick bench-icount-tools bench-service bench-service-pg bench-service-tools lint fuzz clean
 .PHONY: wheel wheel-test check-build-identifiers
 
 BENCH_ARGS ?=
@@ -49,6 +49,11 @@ bench: $(VENV)/.bench-installed
 # A smoke run of the same (tiny batches, nothing judged on speed) for CI.
 bench-quick: $(VENV)/.bench-installed
 	$(PY) bench/micro.py --quick --strict
+	$(PY) bench/errors.py --quick --rounds 2
+
+# What a 422 costs: a 100-city body with one bad field and with every field bad.
+bench-errors: $(VENV)/.bench-installed
+	$(PY) bench/errors.py $(BENCH_ARGS)
 
 # Instructions per request under valgrind: repeatable where timings scatter; see README.
 ICOUNT_ARGS ?=

@@ -120,6 +120,10 @@ def tier_router(tier: str, route_class: type[MsgspecRoute] = MsgspecRoute) -> Ms
     def optional(point: Point | None = None) -> dict[str, Any]:
         return {"point": point}
 
+    @router.post("/parts")
+    async def parts(point: Point, count: Annotated[int, Body()], page: int = 1) -> dict[str, int]:
+        return {"x": point.x, "count": count, "page": page}
+
     @router.post("/small", max_body_size=SMALL_LIMIT)
     async def small(body: Small) -> Small:
         return body

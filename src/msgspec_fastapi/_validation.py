@@ -16,7 +16,6 @@ Errors keep msgspec's wording with the full path (`Expected `int`, got `str` - a
 
 from __future__ import annotations
 
-import contextlib
 import re
 import time
 from collections.abc import Sequence
@@ -202,7 +201,7 @@ class _Walk:
 
     def fields(self, cls: type[msgspec.Struct], value: dict[str, Any], loc: Loc) -> None:
         names = set()
-        for field in msgspec.structs.fields(cls):
+        for field in self.checker.fields_of(cls):
             names.add(field.encode_name)
             if field.encode_name not in value:
                 if field.required:
@@ -231,22 +230,27 @@ def _value_at(value: Any, loc: Loc) -> Any:
 class BodyErrors:
     """Turns a body's failed decoding into FastAPI's 422; built once per body type."""
 
-    __slots__ = ("decode_type", "decoders")
+    __slots__ = ("decode_type", "decoders", "fields")
 
     def __init__(self, decode_type: Any) -> None:
         self.decode_type = decode_type
-        self.decoders: dict[Any, msgspec.json.Decoder[Any]] = {}
+        # By the annotation's id (typing objects hash slowly), holding the annotation so
+        # that the id stays its own. Filled on the error path, once per type.
+        self.decoders: dict[int, tuple[Any, msgspec.json.Decoder[Any]]] = {}
+        self.fields: dict[type, tuple[msgspec.structs.FieldInfo, ...]] = {}
+
+    def fields_of(self, cls: type[msgspec.Struct]) -> tuple[msgspec.structs.FieldInfo, ...]:
+        found = self.fields.get(cls)
+        if found is None:
+            found = self.fields[cls] = msgspec.structs.fields(cls)
+        return found
 
     def problem(self, annotation: Any, value: Any) -> str | None:
         """msgspec's message for `value` decoded as `annotation`, or None when it is valid."""
-        try:
-            decoder = self.decoders.get(annotation)
-        except TypeError:  # an unhashable annotation
-            decoder = None
-        if decoder is None:
-            decoder = msgspec.json.Decoder(type=annotation)
-            with contextlib.suppress(TypeError):
-                self.decoders[annotation] = decoder
+        entry = self.decoders.get(id(annotation))
+        if entry is None:
+            entry = self.decoders[id(annotation)] = (annotation, msgspec.json.Decoder(annotation))
+        decoder = entry[1]
         try:
             decoder.decode(msgspec.json.encode(value))
         except msgspec.ValidationError as exc:
