@@ -228,7 +228,7 @@ ROWS = [
     body_row("unknown field", everything(extra=1), 422, mentions="unknown field `extra`"),
     body_row("missing field", msgspec.json.encode({"text": "x"}), 422,
              mentions="Field required", loc=("body", "count")),
-    body_row("every field wrong", msgspec.json.encode(dict.fromkeys(EVERYTHING, [])), 422,
+    body_row("every field wrong", msgspec.json.encode({key: [] for key in EVERYTHING}), 422,
              loc=("body", "text")),
     # -- several body parameters (embedded by name) -----------------------------------------
     body_row("parts: empty body", b"", 422, route=b"/parts", headers=[],
