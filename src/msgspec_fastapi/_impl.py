@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import platform
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 _PURE = os.environ.get("MSGSPEC_FASTAPI_PURE") == "1"
 
@@ -25,5 +25,22 @@ RouteMatcher = _twin.RouteMatcher
 RouteRuntime = _twin.RouteRuntime
 route_handle = _twin.route_handle
 route_matches = _twin.route_matches
+router_handle = _twin.router_handle
+router_matches = _twin.router_matches
 
-__all__ = ["IMPLEMENTATION", "RouteMatcher", "RouteRuntime", "route_handle", "route_matches"]
+
+def twin_module() -> Any:
+    """The twin picked at import, for code that builds its objects (the route index)."""
+    return _twin
+
+
+__all__ = [
+    "IMPLEMENTATION",
+    "RouteMatcher",
+    "RouteRuntime",
+    "route_handle",
+    "route_matches",
+    "router_handle",
+    "router_matches",
+    "twin_module",
+]
