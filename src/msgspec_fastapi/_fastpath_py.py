@@ -671,11 +671,11 @@ def match_entry(entry: IndexEntry, scope: Scope) -> tuple[Any, dict[str, Any]]:
                 fastapi_scope[ROUTE_CONTEXT_KEY] = previous
 
 
-def select(index: RouteIndex, scope: Scope) -> tuple[Any, IndexEntry, dict[str, Any]] | None:
+def select(index: RouteIndex, scope: Scope) -> tuple[Any, Any, dict[str, Any]] | None:
     """(match, entry, child scope) of the route FastAPI's loop would pick, or None.
 
-    None hands the request to FastAPI: no route matched (redirect, low-priority routes
-    and 404 are FastAPI's), or a route only FastAPI can handle comes first.
+    A match of MATCH_NONE (entry None) when no route matches; None hands the request to
+    FastAPI, where a route only FastAPI can handle comes up, or the index cannot narrow.
     """
     path = scope["path"]
     if scope.get("root_path"):
@@ -694,6 +694,8 @@ def select(index: RouteIndex, scope: Scope) -> tuple[Any, IndexEntry, dict[str, 
             return match, entry, child_scope
         if match is MATCH_PARTIAL and partial is None:
             partial = (match, entry, child_scope)
+    if partial is None:
+        return MATCH_NONE, None, {}
     return partial
 
 
@@ -753,7 +755,8 @@ class AppDispatcher:
             return self.fallback(scope, receive, send)  # type: ignore[no-any-return]
         index = self.current_index()
         selected = select(index, scope)
-        if selected is None:
+        if selected is None or selected[1] is None:
+            # Redirects, low-priority routes and the 404 are FastAPI's.
             return self.fallback(scope, receive, send)  # type: ignore[no-any-return]
         if index.form_limits:
             apply_form_limits(scope, index.form_limits)
@@ -799,6 +802,6 @@ def router_handle(router: Any, scope: Scope, receive: Receive, send: Send) -> Aw
     included = serving_inclusion(router, scope)
     if included is not None:
         selected = select(included_index(included), scope)
-        if selected is not None:
+        if selected is not None and selected[1] is not None:
             return dispatch(selected, scope, receive, send)
     return APIRouter.handle(router, scope, receive, send)  # type: ignore[no-any-return]
