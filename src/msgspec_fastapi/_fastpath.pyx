@@ -722,7 +722,7 @@ cdef tuple match_entry(IndexEntry entry, dict scope):
     cdef object fastapi_scope
     cdef object previous
     if kind == ENTRY_MATCHER_KIND:
-        return (<RouteMatcher>entry.matcher).match(scope)
+        return (<RouteMatcher?>entry.matcher).match(scope)
     if kind == ENTRY_ROUTE_KIND:
         return entry.route.matches(scope)
     fastapi_scope = scope.setdefault(FASTAPI_SCOPE_KEY, {})
@@ -834,11 +834,15 @@ cdef class AppDispatcher:
         return dispatch(selected, scope, receive, send)
 
 
+# What `_routing` builds this twin's indexes from.
+INDEX_CLASSES = (RouteIndex, IndexEntry, IndexNode, RouteMatcher)
+
+
 cpdef RouteIndex included_index(included):
     """The index of one inclusion of a MsgspecRouter, rebuilt when routes change."""
     cdef object index = getattr(included, INDEX_ATTR, None)
     if index is None or (<RouteIndex>index).generation != generation_cell.value:
-        index = build_included_index(included, RouteIndex, IndexEntry, IndexNode)
+        index = build_included_index(included, INDEX_CLASSES)
         setattr(included, INDEX_ATTR, index)
     return <RouteIndex?>index
 

@@ -765,11 +765,15 @@ class AppDispatcher:
         return dispatch(selected, scope, receive, send)
 
 
+# What `_routing` builds this twin's indexes from.
+INDEX_CLASSES = (RouteIndex, IndexEntry, IndexNode, RouteMatcher)
+
+
 def included_index(included: Any) -> RouteIndex:
     """The index of one inclusion of a MsgspecRouter, rebuilt when routes change."""
     index = getattr(included, INDEX_ATTR, None)
     if index is None or index.generation != ROUTES_GENERATION.value:
-        index = build_included_index(included, RouteIndex, IndexEntry, IndexNode)
+        index = build_included_index(included, INDEX_CLASSES)
         setattr(included, INDEX_ATTR, index)
     return index  # type: ignore[no-any-return]
 

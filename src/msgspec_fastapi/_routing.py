@@ -101,21 +101,31 @@ def path_shape(
     return shape
 
 
+def _twins() -> list[Any]:
+    """The request-path twins that import here: their functions are ours, not custom."""
+    from . import _fastpath_py
+
+    twins: list[Any] = [_fastpath_py]
+    try:
+        from . import _fastpath  # type: ignore[attr-defined]
+    except ImportError:  # pragma: no cover - a pure-only install
+        pass
+    else:
+        twins.append(_fastpath)
+    return twins
+
+
 class _Builder:
     """Fills one index: entries in registration order, each filed by its path shape."""
 
-    def __init__(self, index: Any, entry_class: type, node_class: type) -> None:
-        from .router import MsgspecRoute, MsgspecRouter
-
+    def __init__(self, index: Any, classes: tuple[type, type, type, type]) -> None:
         self.index = index
-        self.entry_class = entry_class
-        self.node_class = node_class
-        self.route_matches = MsgspecRoute.matches
-        self.route_handle = MsgspecRoute.handle
-        self.router_methods = {
-            (APIRouter.matches, APIRouter.handle),
-            (MsgspecRouter.matches, MsgspecRouter.handle),
-        }
+        _, self.entry_class, self.node_class, self.matcher_class = classes
+        twins = _twins()
+        self.route_matches = {twin.route_matches for twin in twins}
+        self.route_handle = {twin.route_handle for twin in twins}
+        self.router_methods = {(APIRouter.matches, APIRouter.handle)}
+        self.router_methods.update((twin.router_matches, twin.router_handle) for twin in twins)
 
     def add(self, entry: Any, shape: list[tuple[int, str]] | None) -> None:
         entry.position = len(self.index.entries)
@@ -160,7 +170,9 @@ class _Builder:
         entry.path_format = getattr(route, "path_format", None)
         entry.is_mount = isinstance(route, routing.Mount)
         shape = None
-        if cls.matches in (routing.Route.matches, APIRoute.matches, self.route_matches):
+        if cls.matches in (routing.Route.matches, APIRoute.matches) or (
+            cls.matches in self.route_matches
+        ):
             shape = path_shape(route.path_format, route.path_regex, route.param_convertors)
         self.add(entry, shape)
 
@@ -211,16 +223,19 @@ class _Builder:
             return
         cls = type(original)
         entry = self.entry_class()
-        if cls.matches is self.route_matches and getattr(context, MATCHER_ATTR, None) is not None:
+        matcher = getattr(context, MATCHER_ATTR, None)
+        if cls.matches in self.route_matches and type(matcher) is self.matcher_class:
+            # Our route and this twin's matcher: the matcher is the route's whole test.
             entry.kind = ENTRY_MATCHER
-            entry.matcher = getattr(context, MATCHER_ATTR)
-            if cls.handle is self.route_handle:
-                entry.direct = getattr(context, DIRECT_ATTR, None)
-        elif cls.matches is APIRoute.matches:
+            entry.matcher = matcher
+        elif cls.matches is APIRoute.matches or cls.matches in self.route_matches:
             entry.kind = ENTRY_CONTEXT
         else:
             self.add_fallback(None)
             return
+        if cls.handle in self.route_handle:
+            # Our handle would call the direct-tier app registration left on the context.
+            entry.direct = getattr(context, DIRECT_ATTR, None)
         entry.route = original
         entry.context = context
         entry.included = included
@@ -234,12 +249,15 @@ class _Builder:
         self.add(entry, shape)
 
 
-def build_app_index(router: Any, index_class: type, entry_class: type, node_class: type) -> Any:
-    """The index of an application router's table, its inclusions flattened."""
+def build_app_index(router: Any, classes: tuple[type, type, type, type]) -> Any:
+    """The index of an application router's table, its inclusions flattened.
+
+    `classes` are a twin's RouteIndex, IndexEntry, IndexNode and RouteMatcher.
+    """
     generation = ROUTES_GENERATION.value
     snapshot = list(router.routes)
-    index = index_class()
-    builder = _Builder(index, entry_class, node_class)
+    index = classes[0]()
+    builder = _Builder(index, classes)
     _compat.watch_route_changes(router, ROUTES_GENERATION.bump)
     for route in snapshot:
         if type(route) is _compat.IncludedRouter and builder.plain_router(route.original_router):
@@ -253,13 +271,11 @@ def build_app_index(router: Any, index_class: type, entry_class: type, node_clas
     return index
 
 
-def build_included_index(
-    included: Any, index_class: type, entry_class: type, node_class: type
-) -> Any:
+def build_included_index(included: Any, classes: tuple[type, type, type, type]) -> Any:
     """The index of one inclusion of a MsgspecRouter, for its own matches and handle."""
     generation = ROUTES_GENERATION.value
-    index = index_class()
-    builder = _Builder(index, entry_class, node_class)
+    index = classes[0]()
+    builder = _Builder(index, classes)
     builder.add_inclusion(included, (), False)
     index.generation = generation
     return index
@@ -271,7 +287,7 @@ def install_dispatch_with(app: FastAPI, twin: Any) -> None:
     if not isinstance(router, APIRouter) or type(router).app is not APIRouter.app:
         raise TypeError("install_dispatch needs FastAPI's own APIRouter as app.router")
     fallback = APIRouter.app.__get__(router)
-    rebuild = partial(build_app_index, router, twin.RouteIndex, twin.IndexEntry, twin.IndexNode)
+    rebuild = partial(build_app_index, router, twin.INDEX_CLASSES)
     dispatcher = twin.AppDispatcher(router, fallback, rebuild)
     _compat.replace_router_app(router, dispatcher)
 
