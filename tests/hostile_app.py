@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime
 import enum
 import uuid
+from types import ModuleType
 from typing import Annotated, Any
 
 import msgspec
@@ -21,7 +22,7 @@ from fastapi import Body, Depends, FastAPI, Header, Path, Query
 from fastapi.routing import iter_route_contexts
 
 from msgspec_fastapi import MsgspecRouter
-from msgspec_fastapi import router as router_module
+from msgspec_fastapi.router import MsgspecRoute, route_class_for
 
 TIERS = ("direct", "delegated")
 
@@ -102,10 +103,10 @@ def touch() -> None:
     """A dependency that does nothing; it moves a route to the delegated tier."""
 
 
-def tier_router(tier: str) -> MsgspecRouter:
+def tier_router(tier: str, route_class: type[MsgspecRoute] = MsgspecRoute) -> MsgspecRouter:
     """The hostile routes, on `tier`."""
     dependencies = [Depends(touch)] if tier == "delegated" else []
-    router = MsgspecRouter(dependencies=dependencies)
+    router = MsgspecRouter(dependencies=dependencies, route_class=route_class)
 
     @router.post("/everything")
     async def everything(body: Everything) -> Everything:
@@ -154,18 +155,13 @@ def tier_router(tier: str) -> MsgspecRouter:
     return router
 
 
-def build_app(runtime_class: type | None = None) -> FastAPI:
-    """The application, with every route on `runtime_class` (the active twin by default)."""
-    original = router_module.RouteRuntime
-    if runtime_class is not None:
-        router_module.RouteRuntime = runtime_class
-    try:
-        app = FastAPI()
-        for tier in TIERS:
-            app.include_router(tier_router(tier), prefix=f"/{tier}")
-        list(iter_route_contexts(app.routes))  # build every included route now
-    finally:
-        router_module.RouteRuntime = original
+def build_app(twin: ModuleType | None = None) -> FastAPI:
+    """The application, with every route on `twin` (the active twin by default)."""
+    route_class = route_class_for(twin) if twin is not None else MsgspecRoute
+    app = FastAPI()
+    for tier in TIERS:
+        app.include_router(tier_router(tier, route_class), prefix=f"/{tier}")
+    list(iter_route_contexts(app.routes))  # build every included route now
     return app
 
 

@@ -20,7 +20,7 @@ from msgspec_fastapi import _fastpath_py
 
 compiled = pytest.importorskip("msgspec_fastapi._fastpath")
 
-APPS = {"pure": build_app(_fastpath_py.RouteRuntime), "compiled": build_app(compiled.RouteRuntime)}
+APPS = {"pure": build_app(_fastpath_py), "compiled": build_app(compiled)}
 
 
 TWINS = ["pure", "compiled"]

@@ -33,8 +33,8 @@ except ImportError:  # a pure-only install: the table still runs, the twin compa
     compiled = None
 
 ACTIVE_APP = build_app()
-PURE_APP = build_app(_fastpath_py.RouteRuntime)
-COMPILED_APP = build_app(compiled.RouteRuntime) if compiled is not None else None
+PURE_APP = build_app(_fastpath_py)
+COMPILED_APP = build_app(compiled) if compiled is not None else None
 needs_compiled = pytest.mark.skipif(compiled is None, reason="the compiled twin is not built")
 
 DEEP = 200_000

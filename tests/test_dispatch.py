@@ -10,9 +10,8 @@ endpoint with the same scope keys. Every test runs on both twins.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -31,9 +30,9 @@ from starlette.routing import Host, Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
 
-from msgspec_fastapi import MsgspecRoute, MsgspecRouter, _fastpath_py
-from msgspec_fastapi import router as router_module
+from msgspec_fastapi import MsgspecRouter, _fastpath_py
 from msgspec_fastapi._routing import install_dispatch_with
+from msgspec_fastapi.router import route_class_for
 
 
 def compiled_twin() -> ModuleType | None:
@@ -75,39 +74,17 @@ class Kit:
             self.Router: type[MsgspecRouter] = OracleRouter
             return
 
-        kit = self
-
-        class TwinRoute(MsgspecRoute):
-            matches = twin.route_matches  # type: ignore[assignment]
-            handle = twin.route_handle  # type: ignore[assignment]
-
-            def get_route_handler(self) -> Any:
-                with kit.building():
-                    return super().get_route_handler()
+        twin_route = route_class_for(twin)
 
         class TwinRouter(MsgspecRouter):
-            matches = twin.router_matches  # type: ignore[assignment]
-            handle = twin.router_handle  # type: ignore[assignment]
+            matches = twin.router_matches
+            handle = twin.router_handle
 
             def __init__(self, *args: Any, **kwargs: Any) -> None:
-                kwargs.setdefault("route_class", TwinRoute)
+                kwargs.setdefault("route_class", twin_route)
                 super().__init__(*args, **kwargs)
 
         self.Router = TwinRouter
-
-    @contextlib.contextmanager
-    def building(self) -> Iterator[None]:
-        """Handlers built meanwhile get this twin's matcher and runtime."""
-        if self.twin is None:
-            yield
-            return
-        saved = router_module.RouteMatcher, router_module.RouteRuntime
-        router_module.RouteMatcher = self.twin.RouteMatcher
-        router_module.RouteRuntime = self.twin.RouteRuntime
-        try:
-            yield
-        finally:
-            router_module.RouteMatcher, router_module.RouteRuntime = saved
 
 
 def summary(scope: dict[str, Any]) -> tuple[Any, ...]:
@@ -165,13 +142,12 @@ class Apps:
         self.apps: list[FastAPI] = []
         self.logs: list[list[Any]] = []
         for i, kit in enumerate(self.kits):
-            with kit.building():
-                app = build(kit)
-                log: list[Any] = []
-                app.add_middleware(Recorder, log=log)
-                if i == 2:
-                    install_dispatch_with(app, twin)
-                list(iter_route_contexts(app.routes))
+            app = build(kit)
+            log: list[Any] = []
+            app.add_middleware(Recorder, log=log)
+            if i == 2:
+                install_dispatch_with(app, twin)
+            list(iter_route_contexts(app.routes))
             self.apps.append(app)
             self.logs.append(log)
         self.fallbacks = 0
@@ -187,8 +163,7 @@ class Apps:
     def change(self, edit: Callable[[FastAPI, Kit], None]) -> None:
         """Apply the same change to all three apps (after they served requests)."""
         for kit, app in zip(self.kits, self.apps, strict=True):
-            with kit.building():
-                edit(app, kit)
+            edit(app, kit)
 
     def check(
         self,

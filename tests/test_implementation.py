@@ -31,7 +31,7 @@ def test_implementation_is_compiled_or_pure() -> None:
 
 
 def test_request_path_comes_from_the_module_the_implementation_names() -> None:
-    assert _impl.RouteRuntime.__module__ == MODULES[msgspec_fastapi.IMPLEMENTATION]
+    assert _impl.twin.__name__ == MODULES[msgspec_fastapi.IMPLEMENTATION]
 
 
 def test_pure_environment_variable_selects_the_pure_twin() -> None:

@@ -105,7 +105,7 @@ def resident_bytes() -> int:
 
 def watched_objects() -> list[Any]:
     """Every route runtime of the active twin, and what its plan holds."""
-    runtimes = [o for o in gc.get_objects() if type(o) is _impl.RouteRuntime]
+    runtimes = [o for o in gc.get_objects() if type(o) is _impl.twin.RouteRuntime]
     watched: list[Any] = [_shared.JSON_CONTENT_TYPE, _shared.MISSING]
     for runtime in runtimes:
         plan = runtime.plan

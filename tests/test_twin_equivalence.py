@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import decimal
 import math
+from types import ModuleType
 from typing import Annotated, Any
 
 import msgspec
@@ -22,7 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from raw_asgi import scope_for
 
-from msgspec_fastapi import MsgspecRouter, _fastpath_py, router
+from msgspec_fastapi import MsgspecRouter, _fastpath_py
+from msgspec_fastapi.router import route_class_for
 
 compiled = pytest.importorskip("msgspec_fastapi._fastpath")
 
@@ -62,8 +64,8 @@ def touch() -> None:
     """A dependency that forces the delegated tier."""
 
 
-def build_app() -> FastAPI:
-    cities = MsgspecRouter()
+def build_app(twin: ModuleType) -> FastAPI:
+    cities = MsgspecRouter(route_class=route_class_for(twin))
 
     @cities.post("/cities/validate")
     async def validate(batch: list[City]) -> dict[str, int]:
@@ -95,17 +97,8 @@ def build_app() -> FastAPI:
     return app
 
 
-def app_on(runtime_class: type) -> FastAPI:
-    original = router.RouteRuntime
-    router.RouteRuntime = runtime_class
-    try:
-        return build_app()
-    finally:
-        router.RouteRuntime = original
-
-
-PURE_APP = app_on(_fastpath_py.RouteRuntime)
-COMPILED_APP = app_on(compiled.RouteRuntime)
+PURE_APP = build_app(_fastpath_py)
+COMPILED_APP = build_app(compiled)
 
 
 def call(app: FastAPI, method: str, path: str, query: bytes, headers: list, chunks: list) -> Any:

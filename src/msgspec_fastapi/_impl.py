@@ -1,46 +1,43 @@
 """Pick the request-path twin once, at import time.
 
 The compiled module when it imports and MSGSPEC_FASTAPI_PURE is not "1"; the pure twin
-otherwise, and on interpreters other than CPython. Router code imports only this module.
+otherwise, and on interpreters other than CPython. Router code reaches the request path
+only through `twin`, the chosen module.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import platform
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+# The twins by the name `IMPLEMENTATION` gives them.
+TWIN_MODULES = {"compiled": "msgspec_fastapi._fastpath", "pure": "msgspec_fastapi._fastpath_py"}
 
 _PURE = os.environ.get("MSGSPEC_FASTAPI_PURE") == "1"
 
 if TYPE_CHECKING or _PURE or platform.python_implementation() != "CPython":
-    from . import _fastpath_py as _twin
+    from . import _fastpath_py as twin
 else:
     try:
-        from . import _fastpath as _twin
+        from . import _fastpath as twin
     except ImportError:
-        from . import _fastpath_py as _twin
+        from . import _fastpath_py as twin
 
-IMPLEMENTATION = _twin.IMPLEMENTATION
-RouteMatcher = _twin.RouteMatcher
-RouteRuntime = _twin.RouteRuntime
-route_handle = _twin.route_handle
-route_matches = _twin.route_matches
-router_handle = _twin.router_handle
-router_matches = _twin.router_matches
+IMPLEMENTATION: str = twin.IMPLEMENTATION
 
 
-def twin_module() -> Any:
-    """The twin picked at import, for code that builds its objects (the route index)."""
-    return _twin
+def load_twin(name: str) -> ModuleType | None:
+    """The twin called `name` ("compiled" or "pure"), or None where it does not import.
+
+    For tests and benchmarks that run both twins in one process.
+    """
+    try:
+        return importlib.import_module(TWIN_MODULES[name])
+    except ImportError:
+        return None
 
 
-__all__ = [
-    "IMPLEMENTATION",
-    "RouteMatcher",
-    "RouteRuntime",
-    "route_handle",
-    "route_matches",
-    "router_handle",
-    "router_matches",
-    "twin_module",
-]
+__all__ = ["IMPLEMENTATION", "TWIN_MODULES", "load_twin", "twin"]

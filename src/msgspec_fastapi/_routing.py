@@ -203,7 +203,7 @@ class _Builder:
         """One route context of an inclusion."""
         original = context.original_route
         if not isinstance(original, APIRoute):
-            starlette_route = getattr(context, "starlette_route", None)
+            starlette_route: Any = getattr(context, "starlette_route", None)
             cls = type(starlette_route)
             if cls in _WEBSOCKET_CLASSES and cls.matches in (
                 routing.WebSocketRoute.matches,
@@ -305,4 +305,4 @@ def install_dispatch(app: FastAPI) -> None:
     """
     from . import _impl
 
-    install_dispatch_with(app, _impl.twin_module())
+    install_dispatch_with(app, _impl.twin)

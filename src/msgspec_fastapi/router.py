@@ -12,8 +12,9 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Coroutine
 from contextvars import ContextVar
-from functools import wraps
-from typing import Any
+from functools import cache, wraps
+from types import ModuleType
+from typing import Any, ClassVar
 
 from fastapi import APIRouter
 from fastapi.datastructures import DefaultPlaceholder
@@ -22,15 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from . import _compat
-from ._impl import (
-    RouteMatcher,
-    RouteRuntime,
-    route_handle,
-    route_matches,
-    router_handle,
-    router_matches,
-)
+from . import _compat, _impl
 from ._openapi import merge_components, route_openapi
 from ._params import direct_param_specs, prepare_dependant
 from ._plan import DirectPlan, EndpointSpec, RoutePlan, analyze_endpoint, literal_path
@@ -144,6 +137,10 @@ def _direct_plan(spec: EndpointSpec, target: Any) -> DirectPlan | None:
 class MsgspecRoute(APIRoute):
     """An APIRoute whose body and response go through the msgspec request path."""
 
+    # The request-path twin the route runs on: the one `_impl` picked. `route_class_for`
+    # makes subclasses bound to a given twin, so that tests can run both in one process.
+    twin: ClassVar[ModuleType] = _impl.twin
+
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         # Only used before FastAPI 0.164, which has no max_body_size of its own.
         self.msgspec_max_body_size = _ROUTE_LIMIT.get()
@@ -158,7 +155,9 @@ class MsgspecRoute(APIRoute):
         if target is context:
             path_regex, convertors, endpoint, methods = _compat.included_match_data(context)
             literal = literal_path(path_regex, context.path_format)
-            matcher = RouteMatcher(self, path_regex, literal, convertors, endpoint, methods)
+            matcher = self.twin.RouteMatcher(
+                self, path_regex, literal, convertors, endpoint, methods
+            )
             setattr(context, MATCHER_ATTR, matcher)
         prepare_dependant(target.dependant)
         spec: EndpointSpec | None = getattr(self.endpoint, _SPEC_ATTR, None)
@@ -178,7 +177,7 @@ class MsgspecRoute(APIRoute):
             direct=_direct_plan(spec, target),
             max_body_size=self._own_limit(),
         )
-        runtime = RouteRuntime(plan)
+        runtime = self.twin.RouteRuntime(plan)
         direct = None
         if plan.direct is not None:
             direct = _compat.wrap_body_limit(runtime, getattr(target, "max_body_size", None))
@@ -199,7 +198,7 @@ class MsgspecRoute(APIRoute):
             try:
                 if enforce_limit:
                     raw = await runtime.read_raw(request.scope, request.receive)
-                    request._body = raw  # so that dependencies can still read it
+                    _compat.cache_request_body(request, raw)  # for dependencies
                 else:
                     raw = await request.body()
             except ClientDisconnect:
@@ -219,13 +218,23 @@ class MsgspecRoute(APIRoute):
 
     # Per request, FastAPI's router calls these for every route it tries. They are the
     # request path's functions (C in the compiled twin), so no Python frame runs here.
-    matches = route_matches  # type: ignore[assignment]
-    handle = route_handle  # type: ignore[assignment]
+    matches = twin.route_matches
+    handle = twin.route_handle
 
     @property
     def tier(self) -> str:
         """The tier of the route as added: "direct" or "delegated"."""
         return "direct" if getattr(self, DIRECT_ATTR, None) is not None else "delegated"
+
+
+@cache
+def route_class_for(twin: ModuleType) -> type[MsgspecRoute]:
+    """A MsgspecRoute subclass whose routes run on `twin` (a module of `_impl.TWIN_MODULES`)."""
+    return type(
+        f"MsgspecRoute_{twin.IMPLEMENTATION}",
+        (MsgspecRoute,),
+        {"twin": twin, "matches": twin.route_matches, "handle": twin.route_handle},
+    )
 
 
 class MsgspecRouter(APIRouter):
@@ -245,8 +254,8 @@ class MsgspecRouter(APIRouter):
 
     # Per request, FastAPI's loop asks each inclusion's router whether it has the route
     # and then to handle it; both go through the inclusion's route index (`_routing`).
-    matches = router_matches  # type: ignore[assignment]
-    handle = router_handle  # type: ignore[assignment]
+    matches = _impl.twin.router_matches
+    handle = _impl.twin.router_handle  # type: ignore[assignment]
 
     def include_router(self, router: APIRouter, *args: Any, **kwargs: Any) -> None:
         if isinstance(router, MsgspecRouter):

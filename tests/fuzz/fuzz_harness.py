@@ -38,8 +38,8 @@ except ImportError:  # pragma: no cover - the compiled module is built in every 
 
 T = TypeVar("T")
 
-PURE_APP = build_app(_fastpath_py.RouteRuntime)
-COMPILED_APP = build_app(compiled.RouteRuntime) if compiled is not None else None
+PURE_APP = build_app(_fastpath_py)
+COMPILED_APP = build_app(compiled) if compiled is not None else None
 
 ROUTES = [
     ("POST", "/everything"),
