@@ -920,7 +920,7 @@ router_spec = st.tuples(
     st.sampled_from(["", "/a", "/b", "/items"]),
     st.lists(route_spec, min_size=1, max_size=4),
     st.booleans(),  # a plain APIRouter instead of a MsgspecRouter
-    st.booleans(),  # included into a nested router
+    st.sampled_from(["include", "nest", "app", "mount"]),  # where its routes go
 )
 table_spec = st.lists(router_spec, min_size=1, max_size=5)
 request_spec = st.tuples(
@@ -953,13 +953,24 @@ def tagged_endpoint(tag: str) -> Callable[..., Any]:
     return endpoint
 
 
+def mounted_app(tag: str) -> Any:
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await PlainTextResponse(f"{tag} {scope['path']} {scope['root_path']}")(scope, receive, send)
+
+    return app
+
+
 def table_builder(table: list[Any]) -> Builder:
     def build(kit: Kit) -> FastAPI:
         app = FastAPI()
         nest = kit.Router(prefix="/n")
         nested_any = False
-        for r, (prefix, routes, plain, nested) in enumerate(table):
+        for r, (prefix, routes, plain, placement) in enumerate(table):
             router = APIRouter(prefix=prefix) if plain else kit.Router(prefix=prefix)
+            if placement == "app":
+                router = app.router  # the routes become the application's own
+            elif placement == "mount":
+                app.mount(prefix or "/m", mounted_app(f"mount_{r}"))
             for i, (segments, methods, delegated) in enumerate(routes):
                 path = route_path(segments)
                 if path == "/" and prefix:
@@ -967,16 +978,18 @@ def table_builder(table: list[Any]) -> Builder:
                 if not prefix and not path:
                     path = "/"
 
+                if placement == "app":
+                    path = prefix + path or "/"
                 router.add_api_route(
                     path,
                     tagged_endpoint(f"route_{r}_{i}"),
                     methods=sorted(methods),
                     dependencies=[Depends(lambda: None)] if delegated else None,
                 )
-            if nested:
+            if placement == "nest":
                 nest.include_router(router)
                 nested_any = True
-            else:
+            elif placement != "app":
                 app.include_router(router)
         if nested_any:
             app.include_router(nest)
@@ -986,7 +999,7 @@ def table_builder(table: list[Any]) -> Builder:
 
 
 @settings(
-    max_examples=60,
+    max_examples=int(os.environ.get("DISPATCH_EXAMPLES", "60")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
