@@ -10,6 +10,7 @@ endpoint with the same scope keys. Every test runs on both twins.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 from collections.abc import Callable
 from types import ModuleType
@@ -1012,3 +1013,19 @@ def test_generated_tables_route_as_fastapi_routes(
         target = "/" + "/".join(segments) + ("/" if slash else "")
         apps.check(method, target.encode())
         apps.check(method, b"/n" + target.encode())
+
+
+@pytest.mark.skipif(
+    "max_body_size" not in inspect.signature(FastAPI).parameters,
+    reason="FastAPI < 0.164 has no application body limit",
+)
+def test_application_body_limit_stays_around_the_index(twin: ModuleType) -> None:
+    def build(kit: Kit) -> FastAPI:
+        app = FastAPI(max_body_size=12)
+        app.include_router(items_router(kit, "/r0"))
+        return app
+
+    apps = Apps(build, twin)
+    assert apps.check("POST", b"/r0/items", JSON, b'{"id": 1}').status == 200
+    assert apps.check("POST", b"/r0/items", JSON, b'{"id": 1, "name": "long"}').status == 413
+    assert apps.fallbacks == 0
