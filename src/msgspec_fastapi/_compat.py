@@ -239,3 +239,28 @@ def replace_router_app(router: Any, app: Any) -> None:
         else:
             raise RuntimeError("the router's route loop is not in its middleware stack")
     router.app = app
+
+
+# The field of an inclusion (`_IncludedRouter`) holding the router it includes; read per
+# request by `MsgspecRouter.matches`/`handle` to know the inclusion is one of theirs.
+INCLUSION_ROUTER_ATTR = "original_router"
+
+
+def inclusion_router(included: Any) -> Any:
+    """The router an inclusion includes."""
+    return getattr(included, INCLUSION_ROUTER_ATTR)
+
+
+def context_route(context: Any) -> Any:
+    """The route a route context (`_EffectiveRouteContext`) was built from."""
+    return context.original_route
+
+
+def context_starlette_route(context: Any) -> Any:
+    """The prefixed copy FastAPI matches a non-API route of an inclusion with (or None)."""
+    return getattr(context, "starlette_route", None)
+
+
+def context_path(context: Any) -> tuple[str, Any, dict[str, Any]]:
+    """A route context's prefixed path: (path_format, path_regex, param_convertors)."""
+    return context.path_format, context.path_regex, context.param_convertors

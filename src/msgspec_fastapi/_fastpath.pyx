@@ -580,6 +580,7 @@ cdef int SEGMENT_ANY = _shared.SEGMENT_ANY
 cdef str INCLUDED_ROUTER_KEY = _shared.INCLUDED_ROUTER_KEY
 cdef str TELEMETRY_SCOPE_KEY = _shared.TELEMETRY_SCOPE_KEY
 cdef str INDEX_ATTR = _shared.INDEX_ATTR
+cdef str INCLUSION_ROUTER_ATTR = _shared.INCLUSION_ROUTER_ATTR
 cdef object ROUTES_GENERATION = _shared.ROUTES_GENERATION
 cdef object API_ROUTER_MATCHES = APIRouter.matches
 cdef object API_ROUTER_HANDLE = APIRouter.handle
@@ -824,7 +825,7 @@ cdef inline object serving_inclusion(router, dict scope):
     if fastapi_scope is None:
         return None
     cdef object included = fastapi_scope.get(INCLUDED_ROUTER_KEY)
-    if included is None or getattr(included, "original_router", None) is not router:
+    if included is None or getattr(included, INCLUSION_ROUTER_ATTR, None) is not router:
         return None
     return included
 

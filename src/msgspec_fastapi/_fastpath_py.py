@@ -628,6 +628,7 @@ SEGMENT_ANY = _shared.SEGMENT_ANY
 INCLUDED_ROUTER_KEY = _shared.INCLUDED_ROUTER_KEY
 TELEMETRY_SCOPE_KEY = _shared.TELEMETRY_SCOPE_KEY
 INDEX_ATTR = _shared.INDEX_ATTR
+INCLUSION_ROUTER_ATTR = _shared.INCLUSION_ROUTER_ATTR
 ROUTES_GENERATION = _shared.ROUTES_GENERATION
 API_ROUTER_MATCHES = APIRouter.matches
 API_ROUTER_HANDLE = APIRouter.handle
@@ -861,7 +862,7 @@ def serving_inclusion(router: Any, scope: Scope) -> Any:
     if fastapi_scope is None:
         return None
     included = fastapi_scope.get(INCLUDED_ROUTER_KEY)
-    if included is None or getattr(included, "original_router", None) is not router:
+    if included is None or getattr(included, INCLUSION_ROUTER_ATTR, None) is not router:
         return None
     return included
 
