@@ -105,6 +105,7 @@ def summary(scope: dict[str, Any]) -> tuple[Any, ...]:
         getattr(context, "path_format", None),
         included.include_context.prefix if included is not None else None,
         sorted(fastapi_scope),
+        fastapi_scope.get("form_limits"),
     )
 
 
@@ -1028,4 +1029,22 @@ def test_application_body_limit_stays_around_the_index(twin: ModuleType) -> None
     apps = Apps(build, twin)
     assert apps.check("POST", b"/r0/items", JSON, b'{"id": 1}').status == 200
     assert apps.check("POST", b"/r0/items", JSON, b'{"id": 1, "name": "long"}').status == 413
+    assert apps.fallbacks == 0
+
+
+@pytest.mark.skipif(
+    "form_limits" not in inspect.signature(APIRouter).parameters,
+    reason="FastAPI < 0.165 has no form limits",
+)
+def test_form_limits_of_every_router_on_the_way_are_applied(twin: ModuleType) -> None:
+    def build(kit: Kit) -> FastAPI:
+        app = FastAPI(form_limits={"max_fields": 5})
+        outer = kit.Router(prefix="/outer", form_limits={"max_files": 2})
+        outer.include_router(items_router(kit, "/inner"), form_limits={"max_fields": 3})
+        app.include_router(outer, form_limits={"max_files": 4})
+        return app
+
+    apps = Apps(build, twin)
+    assert apps.check("GET", b"/outer/inner/items/1").status == 200
+    assert apps.summary[-2]  # the merged limits FastAPI leaves in its scope entry
     assert apps.fallbacks == 0
