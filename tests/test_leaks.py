@@ -34,9 +34,12 @@ from raw_asgi import JSON, send_request
 import msgspec_fastapi
 from msgspec_fastapi import _impl, _shared
 
-pytestmark = pytest.mark.skipif(
-    not Path("/proc/self/statm").exists(), reason="reads the resident set size from /proc"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not Path("/proc/self/statm").exists(), reason="reads the resident set size from /proc"
+    ),
+]
 
 # Fewer for slow runs, under valgrind for one (README "Development").
 REQUESTS = int(os.environ.get("MSGSPEC_FASTAPI_LEAK_REQUESTS", 100_000))

@@ -48,6 +48,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.convertors import StringConvertor
 from starlette.requests import cookie_parser
 from starlette.responses import Response
+from starlette.routing import Match
 from starlette.types import Message, Receive, Scope, Send
 
 from . import _shared
@@ -188,8 +189,12 @@ def revalidate_builtins(result: Any, output_type: Any, error: Exception) -> Any:
 def parse_query(raw: bytes) -> list[tuple[str, str]]:
     """The query string as Starlette's QueryParams reads it (parse_qsl, blanks kept).
 
-    Without escapes ('%' or '+') that is a plain split, done here without urllib.
+    Without escapes ('%' or '+') that is a plain split, done here without urllib. The
+    ASGI spec makes it bytes; anything else is refused as the compiled twin's typed
+    argument refuses it.
     """
+    if raw is not None and type(raw) is not bytes:
+        raise TypeError(f"query_string must be bytes, not {type(raw).__name__}")
     text = raw.decode("latin-1")
     if "%" in text or "+" in text:
         return parse_qsl(text, keep_blank_values=True)
@@ -272,7 +277,7 @@ class RouteMatcher:
         self.endpoint = endpoint
         self.methods = frozenset(methods)
 
-    def match(self, scope: Scope) -> tuple[Any, dict[str, Any]]:
+    def match(self, scope: Scope) -> tuple[Match, Scope]:
         path = scope["path"]
         if scope.get("root_path"):
             path = get_route_path(scope)
@@ -302,11 +307,11 @@ def matched_context(scope: Scope) -> Any:
     return None if fastapi_scope is None else fastapi_scope.get(ROUTE_CONTEXT_KEY)
 
 
-def route_matches(route: APIRoute, scope: Scope) -> tuple[Any, dict[str, Any]]:
+def route_matches(route: APIRoute, scope: Scope) -> tuple[Match, Scope]:
     """`MsgspecRoute.matches`: the inclusion's prepared matcher, else APIRoute's own test."""
     context = matched_context(scope)
     if context is None or context.original_route is not route or scope["type"] != "http":
-        return API_ROUTE_MATCHES(route, scope)  # type: ignore[no-any-return]
+        return API_ROUTE_MATCHES(route, scope)
     return getattr(context, MATCHER_ATTR).match(scope)  # type: ignore[no-any-return]
 
 
@@ -320,7 +325,7 @@ def route_handle(route: APIRoute, scope: Scope, receive: Receive, send: Send) ->
         direct = getattr(context, DIRECT_ATTR, None)
         if direct is not None and scope["method"] in context.methods:
             return direct(scope, receive, send)  # type: ignore[no-any-return]
-    return API_ROUTE_HANDLE(route, scope, receive, send)  # type: ignore[no-any-return]
+    return API_ROUTE_HANDLE(route, scope, receive, send)
 
 
 class SendTracker:
@@ -355,6 +360,9 @@ class Param:
         "name",
         "required",
     )
+
+    low: int
+    high: int
 
     def __init__(self, spec: Any) -> None:
         self.name = spec.name
@@ -393,6 +401,14 @@ class RouteRuntime:
         "strict_content_type",
         "trusted_class",
     )
+
+    # Registration's objects (decoders, encoders, the endpoint) are Any: the compiled
+    # twin reads them as `object` too, and the plan is what types them.
+    decoder: Any
+    encoder: Any
+    output_decoder: Any
+    endpoint: Any
+    body_name: Any
 
     def __init__(self, plan: Any) -> None:
         # Fields a plan leaves out keep the values a C struct starts with: None, 0, False.
