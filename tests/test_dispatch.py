@@ -25,35 +25,22 @@ from fastapi.routing import APIRoute, iter_route_contexts
 from fastapi.telemetry._api import _RequestTelemetry
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from raw_asgi import Reply, send_request
+from raw_asgi import Reply, body_messages, scope_for, send_messages, send_request
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Host, Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
+from twins import Twin
 
-from msgspec_fastapi import MsgspecRouter, _fastpath_py
+from msgspec_fastapi import MsgspecRouter
 from msgspec_fastapi._routing import install_dispatch_with
 from msgspec_fastapi.router import route_class_for
 
 
-def compiled_twin() -> ModuleType | None:
-    try:
-        from msgspec_fastapi import _fastpath
-    except ImportError:
-        if os.environ.get("MSGSPEC_FASTAPI_EXPECT") == "compiled":
-            raise
-        return None
-    return _fastpath
-
-
-@pytest.fixture(params=["pure", "compiled"])
-def twin(request: pytest.FixtureRequest) -> ModuleType:
-    if request.param == "pure":
-        return _fastpath_py
-    module = compiled_twin()
-    if module is None:
-        pytest.skip("the compiled twin is not built")
-    return module
+@pytest.fixture
+def twin(twin: Twin) -> ModuleType:
+    """The module of each twin in turn (conftest's fixture: fails or skips as it says)."""
+    return twin.module
 
 
 class Item(msgspec.Struct):
@@ -198,24 +185,10 @@ async def run(
     body: bytes,
     root_path: str,
 ) -> Reply:
-    if not root_path:
-        return await send_request(app, method, target, headers, (body,))
     # raw_asgi builds scopes without a root_path; a server behind a proxy sends one.
-    from raw_asgi import scope_for
-
     scope = scope_for(method, target, headers)
     scope["root_path"] = root_path
-    pending = [{"type": "http.request", "body": body, "more_body": False}]
-    sent: list[tuple[Any, Any, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return pending.pop(0) if pending else {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append((message.get("status"), message.get("headers"), message.get("body")))
-
-    await app(scope, receive, send)
-    return Reply(tuple(sent))
+    return await send_messages(app, scope, body_messages((body,)))
 
 
 JSON = [(b"content-type", b"application/json")]

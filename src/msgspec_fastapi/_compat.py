@@ -154,7 +154,7 @@ _update_scope = getattr(_routing, "_update_scope", None)
 _apply_router_form_limits = getattr(_routing, "_apply_router_form_limits", None)
 
 
-def update_scope(scope: dict[str, Any], child_scope: dict[str, Any]) -> None:
+def update_scope(scope: Scope, child_scope: Scope) -> None:
     """Merge a matched route's child scope into the scope, as FastAPI's router does."""
     if _update_scope is None:
         scope.update(child_scope)
@@ -176,7 +176,7 @@ def inclusion_form_limits(included: Any) -> dict[str, Any]:
     return dict(getattr(included.include_context, "form_limits", None) or {})
 
 
-def apply_form_limits(scope: dict[str, Any], limits: dict[str, Any]) -> None:
+def apply_form_limits(scope: Scope, limits: dict[str, Any]) -> None:
     """What FastAPI does with a router's form limits on entering it (0.165)."""
     if _apply_router_form_limits is not None:
         _apply_router_form_limits(scope, limits)

@@ -883,14 +883,14 @@ def serving_inclusion(router: Any, scope: Scope) -> Any:
     return included
 
 
-def router_matches(router: Any, scope: Scope) -> tuple[Any, dict[str, Any]]:
+def router_matches(router: Any, scope: Scope) -> tuple[Any, Scope]:
     """`MsgspecRouter.matches`: this inclusion's candidates through its index."""
     included = serving_inclusion(router, scope)
     if included is not None:
         selected = select(included_index(included), scope)
         if selected is not None:
             return selected[0], selected[2]
-    return API_ROUTER_MATCHES(router, scope)  # type: ignore[no-any-return]
+    return API_ROUTER_MATCHES(router, scope)
 
 
 def router_handle(router: Any, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
@@ -900,4 +900,4 @@ def router_handle(router: Any, scope: Scope, receive: Receive, send: Send) -> Aw
         selected = select(included_index(included), scope)
         if selected is not None and selected[1] is not None:
             return dispatch(selected, scope, receive, send)
-    return API_ROUTER_HANDLE(router, scope, receive, send)  # type: ignore[no-any-return]
+    return API_ROUTER_HANDLE(router, scope, receive, send)
