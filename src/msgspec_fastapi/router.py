@@ -268,6 +268,11 @@ class MsgspecRouter(APIRouter):
         super().__init__(*args, **kwargs)
         self.msgspec_components: dict[str, Any] = {}
 
+    # Per request, FastAPI's loop asks each inclusion's router whether it has the route
+    # and then to handle it; both go through the inclusion's route index (`_routing`).
+    matches = _impl.twin.router_matches
+    handle = _impl.twin.router_handle  # type: ignore[assignment]
+
     def include_router(self, router: APIRouter, *args: Any, **kwargs: Any) -> None:
         if isinstance(router, MsgspecRouter):
             merge_components(self.msgspec_components, router.msgspec_components)
