@@ -23,6 +23,15 @@ from .cities import (
 )
 from .routetable import Item, make_items
 
+# The compiled route index, where this package has it: ours once it lands, never upstream
+# 0.0.4 (it has no IMPLEMENTATION, the mark of this fork).
+_install_dispatch = (
+    getattr(msgspec_fastapi, "install_dispatch", None)
+    if hasattr(msgspec_fastapi, "IMPLEMENTATION")
+    else None
+)
+ROUTE_INDEX = _install_dispatch is not None
+
 
 def build_app(data: Dataset) -> FastAPI:
     router = MsgspecRouter()
@@ -56,17 +65,9 @@ def build_app(data: Dataset) -> FastAPI:
     app = FastAPI()
     app.include_router(router)
     install_openapi(app, router)
+    if _install_dispatch is not None:
+        _install_dispatch(app)
     return app
-
-
-# The compiled route index, where this package has it: ours once it lands, never upstream
-# 0.0.4 (it has no IMPLEMENTATION, the mark of this fork).
-_install_dispatch = (
-    getattr(msgspec_fastapi, "install_dispatch", None)
-    if hasattr(msgspec_fastapi, "IMPLEMENTATION")
-    else None
-)
-ROUTE_INDEX = _install_dispatch is not None
 
 
 def build_table_app(size: int) -> FastAPI:

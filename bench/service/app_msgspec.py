@@ -13,6 +13,7 @@ from database import CityStore
 from fastapi import FastAPI, Query
 from schemas_msgspec import Accepted, City, CityBatch, CityPage, CitySearch, CitySearchResult
 
+import msgspec_fastapi
 from msgspec_fastapi import MsgspecRouter, install_openapi
 
 store = CityStore.from_environment()
@@ -60,3 +61,6 @@ async def search_cities(query: CitySearch) -> CitySearchResult:
 app = FastAPI(lifespan=lifespan)
 app.include_router(router)
 install_openapi(app, router)
+# The route index where the package has it: ours, not upstream 0.0.4 (no IMPLEMENTATION).
+if hasattr(msgspec_fastapi, "IMPLEMENTATION") and hasattr(msgspec_fastapi, "install_dispatch"):
+    msgspec_fastapi.install_dispatch(app)
