@@ -7,8 +7,8 @@ import uuid
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import msgspec
+import openapi_models
 import pydantic
-import pytest
 from fastapi import APIRouter, Body, FastAPI, Header, Path, Query
 from fastapi.testclient import TestClient
 from openapi_spec_validator import validate
@@ -244,69 +244,165 @@ def test_same_struct_in_several_routes_is_not_a_conflict() -> None:
 # -- conflicting component names ------------------------------------------------------------------
 
 
-def other_city_class() -> type[msgspec.Struct]:
-    class City(msgspec.Struct):  # same name, different fields
-        title: str
-
-    return City
+def qualified(cls: type) -> str:
+    """Pydantic's name for a clashing class: its import path with dots as `__`."""
+    return f"{cls.__module__}.{cls.__qualname__}".replace(".", "__")
 
 
-def test_two_structs_with_one_name_in_a_router_are_rejected() -> None:
-    other = other_city_class()
-    router = MsgspecRouter()
+def all_refs(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        found = {node["$ref"]} if isinstance(node.get("$ref"), str) else set()
+        return found.union(*(all_refs(value) for value in node.values()))
+    if isinstance(node, list):
+        return set().union(*(all_refs(value) for value in node))
+    return set()
+
+
+def app_with(*routers: APIRouter) -> FastAPI:
+    app = FastAPI()
+    for each in routers:
+        app.include_router(each)
+    install_openapi(app, *(each for each in routers if isinstance(each, MsgspecRouter)))
+    return app
+
+
+def body_schema(document: dict[str, Any], path: str) -> dict[str, Any]:
+    content = operation(document, path, "post")["requestBody"]["content"]
+    return resolve(document, content["application/json"]["schema"])
+
+
+def clashing_router(router: MsgspecRouter) -> MsgspecRouter:
+    @router.post("/a")
+    async def a(city: City) -> None: ...
+
+    @router.post("/b")
+    async def b(city: openapi_models.City) -> None: ...
+
+    return router
+
+
+def test_two_structs_with_one_name_get_module_qualified_names(router: MsgspecRouter) -> None:
+    document = document_for(app_with(clashing_router(router)))
+
+    schemas = document["components"]["schemas"]
+    assert "City" not in schemas
+    assert set(schemas[qualified(City)]["properties"]) == {"name", "population"}
+    assert set(schemas[qualified(openapi_models.City)]["properties"]) == {"title"}
+
+
+def test_two_structs_with_one_name_are_each_referenced_by_their_own_name(
+    router: MsgspecRouter,
+) -> None:
+    document = document_for(app_with(clashing_router(router)))
+
+    assert set(body_schema(document, "/a")["properties"]) == {"name", "population"}
+    assert set(body_schema(document, "/b")["properties"]) == {"title"}
+
+
+def test_two_structs_with_one_name_in_two_routers_get_qualified_names(
+    router: MsgspecRouter,
+) -> None:
+    other = MsgspecRouter()
 
     @router.post("/a")
     async def a(city: City) -> None: ...
 
-    with pytest.raises(ValueError, match="City"):
-        router.add_api_route("/b", lambda: None, methods=["GET"], response_model=other)
+    @other.post("/b")
+    async def b(city: openapi_models.City) -> None: ...
+
+    document = document_for(app_with(router, other))
+
+    assert set(body_schema(document, "/a")["properties"]) == {"name", "population"}
+    assert set(body_schema(document, "/b")["properties"]) == {"title"}
 
 
-def test_two_structs_with_one_name_in_two_routers_are_rejected() -> None:
-    other = other_city_class()
-    first, second = MsgspecRouter(), MsgspecRouter()
+def test_struct_holding_two_structs_with_one_name_refers_to_each(router: MsgspecRouter) -> None:
+    class Trip(msgspec.Struct):
+        start: City
+        end: openapi_models.City
 
-    @first.post("/a")
-    async def a(city: City) -> None: ...
+    @router.post("/trips")
+    async def trip(trip: Trip) -> None: ...
 
-    second.add_api_route("/b", lambda: None, methods=["GET"], response_model=other)
-    app = FastAPI()
-    app.include_router(first)
-    app.include_router(second)
+    document = document_for(app_with(router))
 
-    with pytest.raises(ValueError, match="City"):
-        install_openapi(app, first, second)
-        app.openapi()
+    trip_schema = body_schema(document, "/trips")
+    assert resolve(document, trip_schema["properties"]["start"])["required"] == [
+        "name",
+        "population",
+    ]
+    assert resolve(document, trip_schema["properties"]["end"])["required"] == ["title"]
 
 
-def test_struct_with_the_name_of_a_pydantic_model_is_rejected() -> None:
-    class Note(msgspec.Struct):
-        body: int
-
-    def pydantic_note_class() -> type[pydantic.BaseModel]:
-        class Note(pydantic.BaseModel):
-            text: str
-
-        return Note
-
-    pydantic_note = pydantic_note_class()
+def test_struct_named_like_a_pydantic_model_is_qualified_beside_it(
+    router: MsgspecRouter,
+) -> None:
     plain = APIRouter()
 
     @plain.post("/pydantic")
-    async def with_pydantic(note: pydantic_note) -> None: ...  # type: ignore[valid-type]
-
-    router = MsgspecRouter()
+    async def with_pydantic(city: openapi_models.Pydantic.City) -> None: ...
 
     @router.post("/msgspec")
-    async def with_msgspec(note: Note) -> None: ...
+    async def with_msgspec(city: City) -> None: ...
 
-    app = FastAPI()
-    app.include_router(plain)
-    app.include_router(router)
+    document = document_for(app_with(plain, router))
 
-    with pytest.raises(ValueError, match="Note"):
-        install_openapi(app, router)
-        app.openapi()
+    assert set(body_schema(document, "/pydantic")["properties"]) == {"label"}
+    assert set(body_schema(document, "/msgspec")["properties"]) == {"name", "population"}
+    assert body_schema(document, "/msgspec") == document["components"]["schemas"][qualified(City)]
+
+
+def test_openapi_json_is_served_beside_a_pydantic_model_of_the_same_name(
+    router: MsgspecRouter,
+) -> None:
+    plain = APIRouter()
+
+    @plain.post("/pydantic")
+    async def with_pydantic(city: openapi_models.Pydantic.City) -> None: ...
+
+    @router.post("/msgspec")
+    async def with_msgspec(city: City) -> City:
+        return city
+
+    response = TestClient(app_with(plain, router)).get("/openapi.json")
+
+    assert response.status_code == 200
+    validate(response.json())
+
+
+def test_every_ref_of_a_document_with_clashing_names_has_a_component(
+    router: MsgspecRouter,
+) -> None:
+    plain = APIRouter()
+
+    @plain.post("/pydantic")
+    async def with_pydantic(city: openapi_models.Pydantic.City) -> None: ...
+
+    @router.get("/page")
+    async def page() -> Page[openapi_models.City]:
+        return Page(items=[], total=0)
+
+    document = document_for(app_with(plain, clashing_router(router)))
+
+    names = {ref.removeprefix("#/components/schemas/") for ref in all_refs(document)}
+    assert names <= set(document["components"]["schemas"])
+
+
+def test_clashing_component_names_are_the_same_in_every_build(router: MsgspecRouter) -> None:
+    first = document_for(app_with(clashing_router(router)))
+    second = document_for(app_with(clashing_router(MsgspecRouter())))
+
+    assert sorted(first["components"]["schemas"]) == sorted(second["components"]["schemas"])
+
+
+def test_struct_without_a_clash_keeps_its_short_name(router: MsgspecRouter) -> None:
+    @router.post("/a")
+    async def a(city: openapi_models.City) -> None: ...
+
+    document = document_for(app_with(router))
+
+    assert "City" in document["components"]["schemas"]
+    assert qualified(openapi_models.City) not in document["components"]["schemas"]
 
 
 def test_enum_used_as_a_parameter_and_in_a_struct_is_documented_once() -> None:

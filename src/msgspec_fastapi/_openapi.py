@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from copy import deepcopy
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+import msgspec.inspect as mi
 
 from . import _compat
 from ._params import PARAM_GROUPS
@@ -16,11 +18,97 @@ if TYPE_CHECKING:
 
     from ._plan import EndpointSpec
 
-_REF_TEMPLATE = "#/components/schemas/{name}"
+_REF_PREFIX = "#/components/schemas/"
+_REF_TEMPLATE = _REF_PREFIX + "{name}"
+
+# Component names are unique per class in the whole process, so that routers merged at
+# any time agree: a class keeps the name it got first (`module__qualname`, Pydantic's
+# style), and a second class with the same import path (made by a factory) gets `_2`.
+_CANONICAL: dict[Any, str] = {}
+_OWNERS: dict[str, Any] = {}
+# Each canonical name's short form (msgspec's name for the class alone), used in the
+# document whenever no other component there has that short name.
+_SHORT: dict[str, str] = {}
+
+# The inspect types that become components, and those whose parts are walked into.
+_NAMED = (mi.StructType, mi.DataclassType, mi.TypedDictType, mi.NamedTupleType, mi.EnumType)
+
+
+def _component_classes(annotation: Any) -> list[Any]:
+    """The classes (or generic aliases) msgspec makes components of for `annotation`."""
+    found: list[Any] = []
+    seen: set[int] = set()
+
+    def walk(info: mi.Type) -> None:
+        if id(info) in seen:
+            return
+        seen.add(id(info))
+        if isinstance(info, _NAMED) and info.cls not in found:
+            found.append(info.cls)
+        for attribute in ("type", "item_type", "key_type", "value_type"):
+            child = getattr(info, attribute, None)
+            if isinstance(child, mi.Type):
+                walk(child)
+        for child in getattr(info, "types", ()) or getattr(info, "item_types", ()):
+            walk(child)
+        for field in getattr(info, "fields", ()):
+            walk(field.type)
+
+    walk(mi.type_info(annotation))
+    return found
+
+
+def _ref_name(schema: dict[str, Any]) -> str | None:
+    ref = schema.get("$ref")
+    return ref.removeprefix(_REF_PREFIX) if isinstance(ref, str) else None
+
+
+def _normalize(name: str) -> str:
+    """Pydantic's normalisation of a component name: `pkg.mod.City` → `pkg__mod__City`."""
+    return re.sub(r"[^a-zA-Z0-9.\-_]", "_", name).replace(".", "__")
+
+
+def _canonical(cls: Any) -> str:
+    """The process-wide component name of `cls`: module-qualified, unique per class."""
+    known = _CANONICAL.get(cls)
+    if known is not None:
+        return known
+    (alone,), _ = msgspec.json.schema_components([cls], ref_template=_REF_TEMPLATE)
+    short = _ref_name(alone) or str(getattr(cls, "__name__", "Component"))
+    # A generic alias has its origin's qualname; msgspec's short name (`Page_City_`)
+    # tells its instances apart.
+    outer = str(getattr(cls, "__qualname__", short)).rpartition(".")[0]
+    base = _normalize(".".join(filter(None, (getattr(cls, "__module__", ""), outer, short))))
+    name, suffix = base, 2
+    while name in _OWNERS:
+        name, suffix = f"{base}_{suffix}", suffix + 1
+    _OWNERS[name] = cls
+    _CANONICAL[cls] = name
+    _SHORT[name] = short
+    return name
+
+
+def rewrite_refs(node: Any, names: dict[str, str]) -> None:
+    """Point every `$ref` to a component in `names` at its new name, in place."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(_REF_PREFIX):
+            new = names.get(ref.removeprefix(_REF_PREFIX))
+            if new is not None:
+                node["$ref"] = _REF_TEMPLATE.format(name=new)
+        for value in node.values():
+            rewrite_refs(value, names)
+    elif isinstance(node, list):
+        for value in node:
+            rewrite_refs(value, names)
 
 
 def merge_components(target: dict[str, Any], incoming: dict[str, Any]) -> None:
-    """Add schemas to `target`; one name for two different schemas is an error."""
+    """Add schemas to `target`; one name for two different schemas is an error.
+
+    Names are canonical (one per class), so this fails only if a class changed its
+    schema between two registrations.
+    """
     for name, schema in incoming.items():
         if name in target and target[name] != schema:
             raise ValueError(f"Conflicting OpenAPI component name: {name!r}")
@@ -28,10 +116,23 @@ def merge_components(target: dict[str, Any], incoming: dict[str, Any]) -> None:
 
 
 def _schema(annotation: Any, components: dict[str, Any]) -> dict[str, Any]:
-    (schema,), definitions = msgspec.json.schema_components(
-        [annotation], ref_template=_REF_TEMPLATE
+    """msgspec's schema of `annotation`, its components added to `components`, every
+    component named and referenced by its canonical name."""
+    classes = _component_classes(annotation)
+    schemas, definitions = msgspec.json.schema_components(
+        [*classes, annotation], ref_template=_REF_TEMPLATE
     )
-    merge_components(components, definitions)
+    # msgspec names components per call (qualifying clashes itself): map its names to ours.
+    names = {}
+    for cls, alone in zip(classes, schemas, strict=False):
+        name = _ref_name(alone)
+        if name is not None:
+            names[name] = _canonical(cls)
+    schema = deepcopy(schemas[-1])
+    rewrite_refs(schema, names)
+    renamed = {names.get(name, name): deepcopy(value) for name, value in definitions.items()}
+    rewrite_refs(renamed, names)
+    merge_components(components, renamed)
     return schema
 
 
@@ -119,23 +220,48 @@ def _same_enum(ours: dict[str, Any], theirs: dict[str, Any]) -> bool:
     return "enum" in ours and ours.get("enum") == theirs.get("enum")
 
 
-def _merge_into_document(schemas: dict[str, Any], ours: dict[str, Any]) -> None:
-    """Add msgspec's components to the document's; an enum FastAPI also described (for a
-    Pydantic-typed parameter, say) keeps msgspec's wording of the same values."""
-    for name, schema in ours.items():
-        existing = schemas.get(name)
-        if existing is not None and existing != schema and not _same_enum(schema, existing):
-            raise ValueError(f"Conflicting OpenAPI component name: {name!r}")
-        schemas[name] = deepcopy(schema)
+def _document_names(existing: dict[str, Any], ours: dict[str, Any]) -> dict[str, str]:
+    """The name in the document of each of our canonical names.
+
+    The short name (`City`) where nothing else in the document has it, as Pydantic does;
+    the module-qualified canonical name where two of ours share a short name or one of
+    FastAPI's components (a Pydantic model) already has it. An enum FastAPI also
+    described (for a Pydantic-typed parameter, say) shares its name.
+    """
+    shorts: dict[str, int] = {}
+    for canonical in ours:
+        short = _SHORT.get(canonical, canonical)
+        shorts[short] = shorts.get(short, 0) + 1
+    names: dict[str, str] = {}
+    taken = set(existing)
+    for canonical, schema in ours.items():
+        short = _SHORT.get(canonical, canonical)
+        theirs = existing.get(short)
+        shared = theirs is not None and (theirs == schema or _same_enum(schema, theirs))
+        name = short if shorts[short] == 1 and (theirs is None or shared) else canonical
+        if name in taken and not (name == short and shared):
+            base, suffix = name, 2
+            while name in taken:
+                name, suffix = f"{base}_{suffix}", suffix + 1
+        taken.add(name)
+        names[canonical] = name
+    return names
 
 
 def add_msgspec_schemas(
     document: dict[str, Any], routes: Iterable[RouteContext], components: dict[str, Any]
 ) -> None:
     """Put msgspec's schemas into a document FastAPI built: `components`, and those of
-    the msgspec-converted parameters of `routes`."""
+    the msgspec-converted parameters of `routes`, then name them for this document and
+    point every reference to them at that name."""
     ours = dict(components)
     for route in routes:
         _parameter_schemas(document, route, ours)
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
-    _merge_into_document(schemas, ours)
+    names = _document_names(schemas, ours)
+    # Canonical names are module-qualified, so no component of FastAPI's has one.
+    rewrite_refs(document, names)
+    for canonical, schema in ours.items():
+        copied = deepcopy(schema)
+        rewrite_refs(copied, names)
+        schemas[names[canonical]] = copied
