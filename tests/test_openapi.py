@@ -692,3 +692,103 @@ def test_route_excluded_from_the_schema_is_not_documented() -> None:
     install_openapi(app, router)
 
     assert "/hidden" not in document_for(app)["paths"]
+
+
+# -- error models ---------------------------------------------------------------------------------
+
+
+class Problem(msgspec.Struct):
+    detail: str
+    code: int = 0
+
+
+def test_struct_error_model_is_accepted_at_registration(router: MsgspecRouter) -> None:
+    @router.get("/cities/{name}", responses={404: {"model": Problem}})
+    async def city(name: str) -> City:
+        return City(name=name, population=0)
+
+    assert [route.path for route in router.routes] == ["/cities/{name}"]
+
+
+def test_struct_error_model_is_documented_with_the_msgspec_schema(router: MsgspecRouter) -> None:
+    @router.get("/cities/{name}", responses={404: {"model": Problem}})
+    async def city(name: str) -> City:
+        return City(name=name, population=0)
+
+    document = document_for(app_with(router))
+
+    response = operation(document, "/cities/{name}", "get")["responses"]["404"]
+    assert response["description"] == "Not Found"
+    schema = resolve(document, response["content"]["application/json"]["schema"])
+    assert schema == document["components"]["schemas"]["Problem"]
+    assert schema["required"] == ["detail"]
+
+
+def test_struct_error_model_keeps_the_given_description_and_examples(
+    router: MsgspecRouter,
+) -> None:
+    given = {
+        "model": Problem,
+        "description": "No such city",
+        "content": {"application/json": {"example": {"detail": "gone"}}},
+    }
+
+    @router.get("/cities/{name}", responses={404: given})
+    async def city(name: str) -> City:
+        return City(name=name, population=0)
+
+    document = document_for(app_with(router))
+
+    response = operation(document, "/cities/{name}", "get")["responses"]["404"]
+    assert response["description"] == "No such city"
+    assert response["content"]["application/json"]["example"] == {"detail": "gone"}
+    assert "$ref" in response["content"]["application/json"]["schema"]
+
+
+def test_struct_error_model_is_documented_like_a_pydantic_one(router: MsgspecRouter) -> None:
+    class PydanticProblem(pydantic.BaseModel):
+        detail: str
+
+    class Missing(msgspec.Struct):
+        detail: str
+
+    plain = APIRouter()
+
+    @plain.get("/pydantic", responses={404: {"model": PydanticProblem}})
+    async def with_pydantic() -> None: ...
+
+    @router.get("/msgspec", responses={404: {"model": Missing}})
+    async def with_msgspec() -> None: ...
+
+    document = document_for(app_with(plain, router))
+
+    theirs = operation(document, "/pydantic", "get")["responses"]["404"]
+    ours = operation(document, "/msgspec", "get")["responses"]["404"]
+    assert theirs["description"] == ours["description"]
+    assert list(theirs["content"]) == list(ours["content"])
+    assert resolve(document, ours["content"]["application/json"]["schema"])["title"] == "Missing"
+
+
+def test_struct_error_model_on_a_route_fastapi_serves_is_documented() -> None:
+    router = MsgspecRouter()
+
+    @router.get("/notes", responses={404: {"model": Problem}})
+    async def notes() -> Note:
+        return Note(text="a")
+
+    document = document_for(app_with(router))
+
+    response = operation(document, "/notes", "get")["responses"]["404"]
+    assert resolve(document, response["content"]["application/json"]["schema"])["title"] == (
+        "Problem"
+    )
+
+
+def test_route_with_a_struct_error_model_serves_requests(router: MsgspecRouter) -> None:
+    @router.get("/cities/{name}", responses={404: {"model": Problem}})
+    async def city(name: str) -> City:
+        return City(name=name, population=0)
+
+    response = TestClient(app_with(router)).get("/cities/Lyon")
+
+    assert response.json() == {"name": "Lyon", "population": 0}

@@ -12,6 +12,7 @@ import msgspec.inspect as mi
 
 from . import _compat
 from ._params import PARAM_GROUPS
+from ._types import is_msgspec_json_type
 
 if TYPE_CHECKING:
     from fastapi.routing import RouteContext
@@ -136,12 +137,43 @@ def _schema(annotation: Any, components: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+def _error_models(responses: dict[Any, Any], media_type: str, components: dict[str, Any]) -> None:
+    """Document `responses={404: {"model": T}}` with msgspec's schema of T, in place.
+
+    FastAPI builds a Pydantic field for each `model` when the route is created, which a
+    Struct cannot be; the model is taken out and its schema put where FastAPI puts a
+    Pydantic model's: under the route's response media type.
+    """
+    for status, response in responses.items():
+        if not isinstance(response, dict) or not is_msgspec_json_type(response.get("model")):
+            continue
+        entry = dict(response)
+        model = entry.pop("model")
+        content = entry["content"] = deepcopy(entry.get("content") or {})
+        media = content[media_type] = dict(content.get(media_type) or {})
+        media["schema"] = _schema(model, components)
+        responses[status] = entry
+
+
 def route_openapi(
-    spec: EndpointSpec, options: dict[str, Any], max_body_size: int | None
+    spec: EndpointSpec | None,
+    options: dict[str, Any],
+    max_body_size: int | None,
+    response_media_type: str,
 ) -> dict[str, Any]:
-    """Fill a route's `responses` and `openapi_extra` options; return its components."""
+    """Fill a route's `responses` and `openapi_extra` options; return its components.
+
+    Without a spec (FastAPI serves the route alone) only msgspec error models are
+    documented, and the options are left alone when there are none.
+    """
     components: dict[str, Any] = {}
-    responses = deepcopy(options.get("responses") or {})
+    responses = dict(options.get("responses") or {})
+    _error_models(responses, response_media_type, components)
+    if spec is None:
+        if components:
+            options["responses"] = responses
+        return components
+    responses = deepcopy(responses)
     extra = deepcopy(options.get("openapi_extra") or {})
     if max_body_size is not None:
         responses.setdefault(413, {"description": "Content Too Large"})
@@ -177,7 +209,7 @@ def route_openapi(
         key = str(code) if str(code) in responses else code
         entry = responses.setdefault(key, {})
         entry.setdefault("description", options.get("response_description", "Successful Response"))
-        entry.setdefault("content", {})["application/json"] = {
+        entry.setdefault("content", {})[response_media_type] = {
             "schema": _schema(output.output_type, components)
         }
     options["responses"] = responses
