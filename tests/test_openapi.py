@@ -792,3 +792,19 @@ def test_route_with_a_struct_error_model_serves_requests(router: MsgspecRouter) 
     response = TestClient(app_with(router)).get("/cities/Lyon")
 
     assert response.json() == {"name": "Lyon", "population": 0}
+
+
+def test_generated_bodies_with_one_name_and_one_schema_share_it(router: MsgspecRouter) -> None:
+    other = MsgspecRouter(prefix="/other")
+
+    @router.post("/a")
+    async def create(city: Annotated[City, Body(embed=True)]) -> None: ...
+
+    @other.post("/a")  # type: ignore[no-redef]
+    async def create(city: Annotated[City, Body(embed=True)]) -> None: ...
+
+    document = document_for(app_with(router, other))
+
+    names = [name for name in document["components"]["schemas"] if "Body_create" in name]
+    assert len(names) == 1
+    assert names[0].startswith("Body_create_")

@@ -260,21 +260,28 @@ def _document_names(existing: dict[str, Any], ours: dict[str, Any]) -> dict[str,
     FastAPI's components (a Pydantic model) already has it. An enum FastAPI also
     described (for a Pydantic-typed parameter, say) shares its name.
     """
-    shorts: dict[str, int] = {}
-    for canonical in ours:
-        short = _SHORT.get(canonical, canonical)
-        shorts[short] = shorts.get(short, 0) + 1
+    # Distinct classes with one short name and one schema (the generated bodies of two
+    # endpoints named alike, say) can share the name, as they did in one component.
+    shorts: dict[str, list[Any]] = {}
+    for canonical, schema in ours.items():
+        schemas = shorts.setdefault(_SHORT.get(canonical, canonical), [])
+        if schema not in schemas:
+            schemas.append(schema)
     names: dict[str, str] = {}
-    taken = set(existing)
     for canonical, schema in ours.items():
         short = _SHORT.get(canonical, canonical)
         theirs = existing.get(short)
-        shared = theirs is not None and (theirs == schema or _same_enum(schema, theirs))
-        name = short if shorts[short] == 1 and (theirs is None or shared) else canonical
-        if name in taken and not (name == short and shared):
-            base, suffix = name, 2
-            while name in taken:
-                name, suffix = f"{base}_{suffix}", suffix + 1
+        if len(shorts[short]) == 1 and (
+            theirs is None or theirs == schema or _same_enum(schema, theirs)
+        ):
+            names[canonical] = short
+    taken = set(existing) | set(names.values())
+    for canonical in ours:
+        if canonical in names:
+            continue
+        name, suffix = canonical, 2
+        while name in taken:  # a Pydantic model with this very import path
+            name, suffix = f"{canonical}_{suffix}", suffix + 1
         taken.add(name)
         names[canonical] = name
     return names
