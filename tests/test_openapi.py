@@ -806,3 +806,94 @@ def test_generated_bodies_with_one_name_and_one_schema_share_it(router: MsgspecR
     names = [name for name in document["components"]["schemas"] if "Body_create" in name]
     assert len(names) == 1
     assert names[0].startswith("Body_create_")
+
+
+# -- Body(...) documentation ----------------------------------------------------------------------
+
+
+class PydanticCity(pydantic.BaseModel):
+    name: str
+    population: int
+
+
+DOCUMENTED = Body(
+    title="New city",
+    description="The city to add",
+    examples=[{"name": "Lyon", "population": 522250}],
+    openapi_examples={"lyon": {"summary": "Lyon", "value": {"name": "Lyon", "population": 1}}},
+)
+
+
+def pydantic_and_msgspec_bodies(router: MsgspecRouter) -> dict[str, Any]:
+    """The request bodies FastAPI documents for a Pydantic body and we for a Struct one,
+    both declared with DOCUMENTED."""
+    plain = APIRouter()
+
+    @plain.post("/pydantic")
+    async def with_pydantic(city: Annotated[PydanticCity, DOCUMENTED]) -> None: ...
+
+    @router.post("/msgspec")
+    async def with_msgspec(city: Annotated[City, DOCUMENTED]) -> None: ...
+
+    document = document_for(app_with(plain, router))
+    return {
+        "pydantic": operation(document, "/pydantic", "post")["requestBody"],
+        "msgspec": operation(document, "/msgspec", "post")["requestBody"],
+    }
+
+
+def test_body_title_description_and_examples_are_beside_the_schema_as_for_pydantic(
+    router: MsgspecRouter,
+) -> None:
+    bodies = pydantic_and_msgspec_bodies(router)
+
+    theirs = bodies["pydantic"]["content"]["application/json"]["schema"]
+    ours = bodies["msgspec"]["content"]["application/json"]["schema"]
+    assert {k: v for k, v in ours.items() if k != "$ref"} == {
+        k: v for k, v in theirs.items() if k != "$ref"
+    }
+    assert ours["description"] == "The city to add"
+
+
+def test_body_openapi_examples_are_in_the_media_type_as_for_pydantic(
+    router: MsgspecRouter,
+) -> None:
+    bodies = pydantic_and_msgspec_bodies(router)
+
+    theirs = bodies["pydantic"]["content"]["application/json"]["examples"]
+    ours = bodies["msgspec"]["content"]["application/json"]["examples"]
+    assert ours == theirs
+    assert ours["lyon"]["summary"] == "Lyon"
+
+
+def test_embedded_body_part_documentation_is_on_its_property_as_for_pydantic(
+    router: MsgspecRouter,
+) -> None:
+    plain = APIRouter()
+    part = Body(embed=True, title="Town", description="Where", examples=[{"name": "x"}])
+
+    @plain.post("/pydantic")
+    async def with_pydantic(city: Annotated[PydanticCity, part]) -> None: ...
+
+    @router.post("/msgspec")
+    async def with_msgspec(city: Annotated[City, part]) -> None: ...
+
+    document = document_for(app_with(plain, router))
+
+    theirs = body_schema(document, "/pydantic")["properties"]["city"]
+    ours = body_schema(document, "/msgspec")["properties"]["city"]
+    assert {k: v for k, v in ours.items() if k != "$ref"} == {
+        k: v for k, v in theirs.items() if k != "$ref"
+    }
+    assert ours["description"] == "Where"
+    assert resolve(document, ours)["title"] == "City"
+
+
+def test_documented_body_is_still_decoded(router: MsgspecRouter) -> None:
+    @router.post("/cities")
+    async def create(city: Annotated[City, DOCUMENTED]) -> City:
+        return city
+
+    response = TestClient(app_with(router)).post("/cities", json={"name": "a", "population": 1})
+
+    assert response.json() == {"name": "a", "population": 1}

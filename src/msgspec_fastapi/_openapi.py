@@ -17,7 +17,7 @@ from ._types import is_msgspec_json_type
 if TYPE_CHECKING:
     from fastapi.routing import RouteContext
 
-    from ._plan import EndpointSpec
+    from ._plan import BodyPlan, EndpointSpec
 
 _REF_PREFIX = "#/components/schemas/"
 _REF_TEMPLATE = _REF_PREFIX + "{name}"
@@ -155,6 +155,20 @@ def _error_models(responses: dict[Any, Any], media_type: str, components: dict[s
         responses[status] = entry
 
 
+def _body_content(body: BodyPlan, components: dict[str, Any]) -> dict[str, Any]:
+    """The media type object of a body, with its `Body(...)` documentation where FastAPI
+    puts it: beside the schema, or on the embedded part's property."""
+    schema = _schema(body.decode_type, components)
+    schema.update(msgspec.to_builtins(body.docs))
+    embedded = components.get(_ref_name(schema) or "", {}) if body.part_docs else {}
+    for key, docs in body.part_docs.items():
+        embedded["properties"][key].update(msgspec.to_builtins(docs))
+    content = {"schema": schema}
+    if body.openapi_examples:
+        content["examples"] = msgspec.to_builtins(body.openapi_examples)
+    return content
+
+
 def route_openapi(
     spec: EndpointSpec | None,
     options: dict[str, Any],
@@ -181,7 +195,7 @@ def route_openapi(
     if body is not None:
         extra["requestBody"] = {
             "required": body.required,
-            "content": {"application/json": {"schema": _schema(body.decode_type, components)}},
+            "content": {body.media_type: _body_content(body, components)},
         }
         responses.setdefault(400, {"description": "Malformed JSON"})
         responses.setdefault(415, {"description": "Unsupported Media Type"})

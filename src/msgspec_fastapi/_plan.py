@@ -78,6 +78,11 @@ class BodyPlan:
     embedded: bool
     required: bool
     report_invalid: BodyErrors
+    # Documentation only: what FastAPI puts in the request body of a Pydantic body.
+    media_type: str
+    docs: dict[str, Any]  # title, description, examples of a body that is not embedded
+    part_docs: dict[str, dict[str, Any]]  # the same per key of an embedded body
+    openapi_examples: dict[str, Any] | None
 
     @property
     def name(self) -> str | None:
@@ -192,6 +197,9 @@ class _BodyPart:
     default: Any
     key: str
     embed: bool
+    media_type: str
+    docs: dict[str, Any]
+    openapi_examples: dict[str, Any] | None
 
 
 def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
@@ -202,9 +210,17 @@ def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
     default: Any = MISSING
     embed = False
     key = parameter.name
+    media_type = "application/json"
+    docs: dict[str, Any] = {}
+    openapi_examples = None
     if body_info is not None:
         if body_info.media_type != "application/json":
             raise TypeError(f"{where}: only application/json bodies are supported")
+        for attribute in ("title", "description", "examples"):
+            value = getattr(body_info, attribute, None)
+            if value is not None:
+                docs[attribute] = value
+        openapi_examples = getattr(body_info, "openapi_examples", None)
         if body_info.default_factory is not None:
             raise TypeError(f"{where}: Body(default_factory=...) is not supported")
         extra.extend(body_info.metadata)
@@ -215,7 +231,9 @@ def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
     if parameter.default is not EMPTY and not isinstance(parameter.default, params.Body):
         default = parameter.default
     body_type = constrained_type(strip_annotated(annotation), extra, where)
-    return _BodyPart(parameter.name, body_type, default, key, embed)
+    return _BodyPart(
+        parameter.name, body_type, default, key, embed, media_type, docs, openapi_examples
+    )
 
 
 def _copies(value: Any) -> Callable[[], Any]:
@@ -268,6 +286,9 @@ def _body_plan(endpoint_name: str, parameters: list[inspect.Parameter]) -> BodyP
         decoder = msgspec.json.Decoder(type=decode_type)
     except TypeError as exc:
         raise TypeError(f"{where}: {exc}") from exc
+    # As FastAPI: the parts' media type when they agree, else application/json; examples
+    # of the whole body only for a body that is not embedded.
+    media_types = {part.media_type for part in parts}
     return BodyPlan(
         tuple(part.name for part in parts),
         decoder,
@@ -276,6 +297,10 @@ def _body_plan(endpoint_name: str, parameters: list[inspect.Parameter]) -> BodyP
         embedded,
         required,
         BodyErrors(decode_type),
+        media_type=media_types.pop() if len(media_types) == 1 else "application/json",
+        docs={} if embedded else parts[0].docs,
+        part_docs={part.key: part.docs for part in parts if embedded and part.docs},
+        openapi_examples=None if embedded else parts[0].openapi_examples,
     )
 
 
