@@ -9,11 +9,12 @@ from typing import Annotated, Any, Generic, Literal, TypeVar
 import msgspec
 import openapi_models
 import pydantic
+import pytest
 from fastapi import APIRouter, Body, FastAPI, Header, Path, Query
 from fastapi.testclient import TestClient
 from openapi_spec_validator import validate
 
-from msgspec_fastapi import MsgspecRouter, install_openapi
+from msgspec_fastapi import MsgspecJSONResponse, MsgspecRouter, install_openapi
 
 T = TypeVar("T")
 
@@ -897,3 +898,113 @@ def test_documented_body_is_still_decoded(router: MsgspecRouter) -> None:
     response = TestClient(app_with(router)).post("/cities", json={"name": "a", "population": 1})
 
     assert response.json() == {"name": "a", "population": 1}
+
+
+# -- media types ----------------------------------------------------------------------------------
+
+VND = "application/vnd.api+json"
+
+
+def test_vendor_json_body_media_type_is_accepted_at_registration(router: MsgspecRouter) -> None:
+    @router.post("/cities")
+    async def create(city: Annotated[City, Body(media_type=VND)]) -> City:
+        return city
+
+    assert [route.path for route in router.routes] == ["/cities"]
+
+
+def test_vendor_json_body_is_documented_under_its_media_type(router: MsgspecRouter) -> None:
+    @router.post("/cities")
+    async def create(city: Annotated[City, Body(media_type=VND)]) -> City:
+        return city
+
+    document = document_for(app_with(router))
+
+    content = operation(document, "/cities", "post")["requestBody"]["content"]
+    assert list(content) == [VND]
+    assert resolve(document, content[VND]["schema"])["title"] == "City"
+
+
+def test_vendor_json_body_is_decoded_when_sent_with_its_media_type(router: MsgspecRouter) -> None:
+    @router.post("/cities")
+    async def create(city: Annotated[City, Body(media_type=VND)]) -> City:
+        return city
+
+    response = TestClient(app_with(router)).post(
+        "/cities", content=b'{"name":"a","population":1}', headers={"content-type": VND}
+    )
+
+    assert response.json() == {"name": "a", "population": 1}
+
+
+def test_non_json_body_media_type_is_refused_at_registration(router: MsgspecRouter) -> None:
+    with pytest.raises(TypeError, match="text/plain"):
+
+        @router.post("/cities")
+        async def create(city: Annotated[City, Body(media_type="text/plain")]) -> None: ...
+
+
+def test_embedded_parts_of_one_media_type_are_documented_under_it(router: MsgspecRouter) -> None:
+    @router.post("/cities")
+    async def create(
+        city: Annotated[City, Body(media_type=VND)], note: Annotated[str, Body(media_type=VND)]
+    ) -> None: ...
+
+    document = document_for(app_with(router))
+
+    assert list(operation(document, "/cities", "post")["requestBody"]["content"]) == [VND]
+
+
+def test_embedded_parts_of_several_media_types_are_documented_as_json_as_for_pydantic(
+    router: MsgspecRouter,
+) -> None:
+    plain = APIRouter()
+
+    @plain.post("/pydantic")
+    async def with_pydantic(
+        city: Annotated[PydanticCity, Body(media_type=VND)], note: Annotated[str, Body()]
+    ) -> None: ...
+
+    @router.post("/msgspec")
+    async def with_msgspec(
+        city: Annotated[City, Body(media_type=VND)], note: Annotated[str, Body()]
+    ) -> None: ...
+
+    document = document_for(app_with(plain, router))
+
+    theirs = operation(document, "/pydantic", "post")["requestBody"]["content"]
+    ours = operation(document, "/msgspec", "post")["requestBody"]["content"]
+    assert list(ours) == list(theirs) == ["application/json"]
+
+
+class VendorResponse(MsgspecJSONResponse):
+    media_type = VND
+
+
+def test_msgspec_response_subclass_with_another_media_type_is_refused_for_a_typed_route(
+    router: MsgspecRouter,
+) -> None:
+    # The request path labels msgspec responses application/json (see README Limitations).
+    with pytest.raises(TypeError, match="MsgspecJSONResponse subclass"):
+
+        @router.get("/cities", response_class=VendorResponse)
+        async def cities() -> list[City]:
+            return []
+
+
+def test_untyped_route_with_a_vendor_response_class_is_served_and_documented_with_it() -> None:
+    router = MsgspecRouter()
+
+    @router.post("/cities", response_class=VendorResponse, responses={404: {"model": Problem}})
+    async def create(city: City):
+        return {"stored": city.name}
+
+    app = app_with(router)
+    response = TestClient(app).post("/cities", json={"name": "a", "population": 1})
+    document = document_for(app)
+
+    assert response.headers["content-type"] == VND
+    assert response.json() == {"stored": "a"}
+    responses = operation(document, "/cities", "post")["responses"]
+    assert list(responses["200"]["content"]) == [VND]
+    assert list(responses["404"]["content"]) == [VND]

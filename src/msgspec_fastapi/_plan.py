@@ -202,6 +202,14 @@ class _BodyPart:
     openapi_examples: dict[str, Any] | None
 
 
+def is_json_media_type(media_type: str) -> bool:
+    """`application/json` or `application/*+json`: what the request path accepts."""
+    media = media_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json") and "/" not in media[12:]
+    )
+
+
 def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
     where = f"{endpoint_name}(): body parameter {parameter.name!r}"
     annotation = parameter.annotation
@@ -214,8 +222,12 @@ def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
     docs: dict[str, Any] = {}
     openapi_examples = None
     if body_info is not None:
-        if body_info.media_type != "application/json":
-            raise TypeError(f"{where}: only application/json bodies are supported")
+        media_type = body_info.media_type
+        if not is_json_media_type(media_type):
+            raise TypeError(
+                f"{where}: only application/json and application/*+json bodies are "
+                f"supported, not {media_type!r}"
+            )
         for attribute in ("title", "description", "examples"):
             value = getattr(body_info, attribute, None)
             if value is not None:
@@ -355,7 +367,12 @@ def _output_plan(
         if options.get("status_code") in BODYLESS_STATUSES:
             raise TypeError(f"{where}: status code {options['status_code']} has no body")
         if not untyped_allowed:
-            raise TypeError(f"{where}: a custom response_class cannot encode msgspec responses")
+            # The request path sends every msgspec response as application/json, so a
+            # MsgspecJSONResponse subclass with another media type would be mislabelled.
+            raise TypeError(
+                f"{where}: a custom response_class cannot encode msgspec responses (not "
+                "even a MsgspecJSONResponse subclass: they are sent as application/json)"
+            )
         output_type = constrained_type(output_type, (), where)
         trusted_class, container = _trust(output_type)
         mode = OUTPUT_TRUSTED if trusted_class is not None else OUTPUT_VALIDATE
