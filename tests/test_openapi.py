@@ -1008,3 +1008,30 @@ def test_untyped_route_with_a_vendor_response_class_is_served_and_documented_wit
     responses = operation(document, "/cities", "post")["responses"]
     assert list(responses["200"]["content"]) == [VND]
     assert list(responses["404"]["content"]) == [VND]
+
+
+def test_struct_error_model_on_the_router_is_documented_for_its_routes(
+    router: MsgspecRouter,
+) -> None:
+    router.responses = {404: {"model": Problem}}  # as MsgspecRouter(responses=...) sets it
+
+    @router.get("/cities/{name}")
+    async def city(name: str) -> City:
+        return City(name=name, population=0)
+
+    document = document_for(app_with(router))
+
+    response = operation(document, "/cities/{name}", "get")["responses"]["404"]
+    assert resolve(document, response["content"]["application/json"]["schema"])["title"] == (
+        "Problem"
+    )
+
+
+def test_router_with_a_struct_error_model_is_accepted() -> None:
+    router = MsgspecRouter(responses={404: {"model": Problem}})
+
+    @router.get("/cities")
+    async def cities() -> list[City]:
+        return []
+
+    assert TestClient(app_with(router)).get("/cities").json() == []

@@ -307,6 +307,10 @@ class MsgspecRouter(APIRouter):
         media_type = "application/json"
         if spec is None or spec.output is None:
             media_type = getattr(response_class, "media_type", None) or media_type
+        if self.responses:
+            # FastAPI adds the router's responses to the route's; ours must see them to
+            # take their msgspec models out, and the route's entries still win.
+            kwargs["responses"] = {**self.responses, **(kwargs.get("responses") or {})}
         components = route_openapi(spec, kwargs, limit, media_type)
         if spec is not None and spec.output is not None:
             kwargs["response_model"] = None
