@@ -1035,3 +1035,33 @@ def test_router_with_a_struct_error_model_is_accepted() -> None:
         return []
 
     assert TestClient(app_with(router)).get("/cities").json() == []
+
+
+def test_body_examples_may_hold_structs_and_pydantic_models(router: MsgspecRouter) -> None:
+    examples = [City(name="a", population=1), PydanticCity(name="b", population=2)]
+
+    @router.post("/cities")
+    async def create(city: Annotated[City, Body(examples=examples)]) -> None: ...
+
+    document = document_for(app_with(router))
+
+    schema = operation(document, "/cities", "post")["requestBody"]["content"]["application/json"]
+    assert schema["schema"]["examples"] == [
+        {"name": "a", "population": 1},
+        {"name": "b", "population": 2},
+    ]
+
+
+class Node(msgspec.Struct):
+    label: str
+    children: "list[Node]" = []
+
+
+def test_recursive_struct_refers_to_itself_by_its_document_name(router: MsgspecRouter) -> None:
+    @router.post("/nodes")
+    async def create(node: Node) -> None: ...
+
+    document = document_for(app_with(router))
+
+    node = body_schema(document, "/nodes")
+    assert node["properties"]["children"]["items"] == {"$ref": "#/components/schemas/Node"}

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 import msgspec.inspect as mi
+from fastapi.encoders import jsonable_encoder
 
 from . import _compat
 from ._params import PARAM_GROUPS
@@ -155,17 +156,23 @@ def _error_models(responses: dict[Any, Any], media_type: str, components: dict[s
         responses[status] = entry
 
 
+def _builtins(value: Any) -> Any:
+    """An example as JSON-ready values: msgspec's types by msgspec, others (a Pydantic
+    model, say) as FastAPI encodes examples."""
+    return msgspec.to_builtins(value, enc_hook=jsonable_encoder)
+
+
 def _body_content(body: BodyPlan, components: dict[str, Any]) -> dict[str, Any]:
     """The media type object of a body, with its `Body(...)` documentation where FastAPI
     puts it: beside the schema, or on the embedded part's property."""
     schema = _schema(body.decode_type, components)
-    schema.update(msgspec.to_builtins(body.docs))
+    schema.update(_builtins(body.docs))
     embedded = components.get(_ref_name(schema) or "", {}) if body.part_docs else {}
     for key, docs in body.part_docs.items():
-        embedded["properties"][key].update(msgspec.to_builtins(docs))
+        embedded["properties"][key].update(_builtins(docs))
     content = {"schema": schema}
     if body.openapi_examples:
-        content["examples"] = msgspec.to_builtins(body.openapi_examples)
+        content["examples"] = _builtins(body.openapi_examples)
     return content
 
 
