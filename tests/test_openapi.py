@@ -3,6 +3,11 @@
 import datetime
 import decimal
 import enum
+import json
+import os
+import pathlib
+import subprocess
+import sys
 import uuid
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
@@ -1065,3 +1070,51 @@ def test_recursive_struct_refers_to_itself_by_its_document_name(router: MsgspecR
 
     node = body_schema(document, "/nodes")
     assert node["properties"]["children"]["items"] == {"$ref": "#/components/schemas/Node"}
+
+
+# Three components named City: a Struct here (in __main__), one in openapi_models, and a
+# Pydantic model. Kept free of test_openapi's imports so that the two processes start fast.
+CLASHING_APP = """
+import json
+import msgspec
+import openapi_models
+from fastapi import APIRouter, FastAPI
+from msgspec_fastapi import MsgspecRouter, install_openapi
+
+class City(msgspec.Struct):
+    name: str
+
+router, plain = MsgspecRouter(), APIRouter()
+
+@router.post("/a")
+async def a(city: City) -> openapi_models.City: ...
+
+@plain.post("/pydantic")
+async def with_pydantic(city: openapi_models.Pydantic.City) -> None: ...
+
+app = FastAPI()
+app.include_router(router)
+app.include_router(plain)
+install_openapi(app, router)
+print(json.dumps(sorted(app.openapi()["components"]["schemas"])))
+"""
+
+
+def test_clashing_component_names_are_the_same_in_two_processes() -> None:
+    tests = pathlib.Path(__file__).parent
+    runs = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", CLASHING_APP],
+                cwd=tests,
+                env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(tests)},
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
+        for seed in ("1", "2")
+    ]
+
+    assert runs[0] == runs[1]
+    assert {"City", "__main____City", "openapi_models__City"} <= set(runs[0])
