@@ -1118,3 +1118,16 @@ def test_clashing_component_names_are_the_same_in_two_processes() -> None:
 
     assert runs[0] == runs[1]
     assert {"City", "__main____City", "openapi_models__City"} <= set(runs[0])
+
+
+def test_msgspec_error_model_without_components_on_a_route_fastapi_serves_is_documented() -> None:
+    router = MsgspecRouter()
+
+    @router.get("/notes", responses={400: {"model": Annotated[int, msgspec.Meta(ge=1)]}})
+    async def notes() -> Note:
+        return Note(text="a")
+
+    document = document_for(app_with(router))
+
+    response = operation(document, "/notes", "get")["responses"]["400"]
+    assert response["content"]["application/json"]["schema"] == {"type": "integer", "minimum": 1}

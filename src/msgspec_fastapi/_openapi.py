@@ -32,7 +32,7 @@ _OWNERS: dict[str, Any] = {}
 # document whenever no other component there has that short name.
 _SHORT: dict[str, str] = {}
 
-# The inspect types that become components, and those whose parts are walked into.
+# The inspect types msgspec makes a component of (a `$ref` in the schemas using them).
 _NAMED = (mi.StructType, mi.DataclassType, mi.TypedDictType, mi.NamedTupleType, mi.EnumType)
 
 
@@ -138,22 +138,26 @@ def _schema(annotation: Any, components: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _error_models(responses: dict[Any, Any], media_type: str, components: dict[str, Any]) -> None:
-    """Document `responses={404: {"model": T}}` with msgspec's schema of T, in place.
+def _error_models(responses: dict[Any, Any], media_type: str, components: dict[str, Any]) -> bool:
+    """Document `responses={404: {"model": T}}` with msgspec's schema of T, in place;
+    whether there was such a model.
 
     FastAPI builds a Pydantic field for each `model` when the route is created, which a
     Struct cannot be; the model is taken out and its schema put where FastAPI puts a
     Pydantic model's: under the route's response media type.
     """
+    found = False
     for status, response in responses.items():
         if not isinstance(response, dict) or not is_msgspec_json_type(response.get("model")):
             continue
+        found = True
         entry = dict(response)
         model = entry.pop("model")
         content = entry["content"] = deepcopy(entry.get("content") or {})
         media = content[media_type] = dict(content.get(media_type) or {})
         media["schema"] = _schema(model, components)
         responses[status] = entry
+    return found
 
 
 def _builtins(value: Any) -> Any:
@@ -189,9 +193,9 @@ def route_openapi(
     """
     components: dict[str, Any] = {}
     responses = dict(options.get("responses") or {})
-    _error_models(responses, response_media_type, components)
+    has_models = _error_models(responses, response_media_type, components)
     if spec is None:
-        if components:
+        if has_models:
             options["responses"] = responses
         return components
     responses = deepcopy(responses)
