@@ -3,17 +3,23 @@
 import datetime
 import decimal
 import enum
+import json
+import os
+import pathlib
+import subprocess
+import sys
 import uuid
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import msgspec
+import openapi_models
 import pydantic
 import pytest
 from fastapi import APIRouter, Body, FastAPI, Header, Path, Query
 from fastapi.testclient import TestClient
 from openapi_spec_validator import validate
 
-from msgspec_fastapi import MsgspecRouter, install_openapi
+from msgspec_fastapi import MsgspecJSONResponse, MsgspecRouter, install_openapi
 
 T = TypeVar("T")
 
@@ -244,69 +250,165 @@ def test_same_struct_in_several_routes_is_not_a_conflict() -> None:
 # -- conflicting component names ------------------------------------------------------------------
 
 
-def other_city_class() -> type[msgspec.Struct]:
-    class City(msgspec.Struct):  # same name, different fields
-        title: str
-
-    return City
+def qualified(cls: type) -> str:
+    """Pydantic's name for a clashing class: its import path with dots as `__`."""
+    return f"{cls.__module__}.{cls.__qualname__}".replace(".", "__")
 
 
-def test_two_structs_with_one_name_in_a_router_are_rejected() -> None:
-    other = other_city_class()
-    router = MsgspecRouter()
+def all_refs(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        found = {node["$ref"]} if isinstance(node.get("$ref"), str) else set()
+        return found.union(*(all_refs(value) for value in node.values()))
+    if isinstance(node, list):
+        return set().union(*(all_refs(value) for value in node))
+    return set()
+
+
+def app_with(*routers: APIRouter) -> FastAPI:
+    app = FastAPI()
+    for each in routers:
+        app.include_router(each)
+    install_openapi(app, *(each for each in routers if isinstance(each, MsgspecRouter)))
+    return app
+
+
+def body_schema(document: dict[str, Any], path: str) -> dict[str, Any]:
+    content = operation(document, path, "post")["requestBody"]["content"]
+    return resolve(document, content["application/json"]["schema"])
+
+
+def clashing_router(router: MsgspecRouter) -> MsgspecRouter:
+    @router.post("/a")
+    async def a(city: City) -> None: ...
+
+    @router.post("/b")
+    async def b(city: openapi_models.City) -> None: ...
+
+    return router
+
+
+def test_two_structs_with_one_name_get_module_qualified_names(router: MsgspecRouter) -> None:
+    document = document_for(app_with(clashing_router(router)))
+
+    schemas = document["components"]["schemas"]
+    assert "City" not in schemas
+    assert set(schemas[qualified(City)]["properties"]) == {"name", "population"}
+    assert set(schemas[qualified(openapi_models.City)]["properties"]) == {"title"}
+
+
+def test_two_structs_with_one_name_are_each_referenced_by_their_own_name(
+    router: MsgspecRouter,
+) -> None:
+    document = document_for(app_with(clashing_router(router)))
+
+    assert set(body_schema(document, "/a")["properties"]) == {"name", "population"}
+    assert set(body_schema(document, "/b")["properties"]) == {"title"}
+
+
+def test_two_structs_with_one_name_in_two_routers_get_qualified_names(
+    router: MsgspecRouter,
+) -> None:
+    other = MsgspecRouter()
 
     @router.post("/a")
     async def a(city: City) -> None: ...
 
-    with pytest.raises(ValueError, match="City"):
-        router.add_api_route("/b", lambda: None, methods=["GET"], response_model=other)
+    @other.post("/b")
+    async def b(city: openapi_models.City) -> None: ...
+
+    document = document_for(app_with(router, other))
+
+    assert set(body_schema(document, "/a")["properties"]) == {"name", "population"}
+    assert set(body_schema(document, "/b")["properties"]) == {"title"}
 
 
-def test_two_structs_with_one_name_in_two_routers_are_rejected() -> None:
-    other = other_city_class()
-    first, second = MsgspecRouter(), MsgspecRouter()
+def test_struct_holding_two_structs_with_one_name_refers_to_each(router: MsgspecRouter) -> None:
+    class Trip(msgspec.Struct):
+        start: City
+        end: openapi_models.City
 
-    @first.post("/a")
-    async def a(city: City) -> None: ...
+    @router.post("/trips")
+    async def trip(trip: Trip) -> None: ...
 
-    second.add_api_route("/b", lambda: None, methods=["GET"], response_model=other)
-    app = FastAPI()
-    app.include_router(first)
-    app.include_router(second)
+    document = document_for(app_with(router))
 
-    with pytest.raises(ValueError, match="City"):
-        install_openapi(app, first, second)
-        app.openapi()
+    trip_schema = body_schema(document, "/trips")
+    assert resolve(document, trip_schema["properties"]["start"])["required"] == [
+        "name",
+        "population",
+    ]
+    assert resolve(document, trip_schema["properties"]["end"])["required"] == ["title"]
 
 
-def test_struct_with_the_name_of_a_pydantic_model_is_rejected() -> None:
-    class Note(msgspec.Struct):
-        body: int
-
-    def pydantic_note_class() -> type[pydantic.BaseModel]:
-        class Note(pydantic.BaseModel):
-            text: str
-
-        return Note
-
-    pydantic_note = pydantic_note_class()
+def test_struct_named_like_a_pydantic_model_is_qualified_beside_it(
+    router: MsgspecRouter,
+) -> None:
     plain = APIRouter()
 
     @plain.post("/pydantic")
-    async def with_pydantic(note: pydantic_note) -> None: ...  # type: ignore[valid-type]
-
-    router = MsgspecRouter()
+    async def with_pydantic(city: openapi_models.Pydantic.City) -> None: ...
 
     @router.post("/msgspec")
-    async def with_msgspec(note: Note) -> None: ...
+    async def with_msgspec(city: City) -> None: ...
 
-    app = FastAPI()
-    app.include_router(plain)
-    app.include_router(router)
+    document = document_for(app_with(plain, router))
 
-    with pytest.raises(ValueError, match="Note"):
-        install_openapi(app, router)
-        app.openapi()
+    assert set(body_schema(document, "/pydantic")["properties"]) == {"label"}
+    assert set(body_schema(document, "/msgspec")["properties"]) == {"name", "population"}
+    assert body_schema(document, "/msgspec") == document["components"]["schemas"][qualified(City)]
+
+
+def test_openapi_json_is_served_beside_a_pydantic_model_of_the_same_name(
+    router: MsgspecRouter,
+) -> None:
+    plain = APIRouter()
+
+    @plain.post("/pydantic")
+    async def with_pydantic(city: openapi_models.Pydantic.City) -> None: ...
+
+    @router.post("/msgspec")
+    async def with_msgspec(city: City) -> City:
+        return city
+
+    response = TestClient(app_with(plain, router)).get("/openapi.json")
+
+    assert response.status_code == 200
+    validate(response.json())
+
+
+def test_every_ref_of_a_document_with_clashing_names_has_a_component(
+    router: MsgspecRouter,
+) -> None:
+    plain = APIRouter()
+
+    @plain.post("/pydantic")
+    async def with_pydantic(city: openapi_models.Pydantic.City) -> None: ...
+
+    @router.get("/page")
+    async def page() -> Page[openapi_models.City]:
+        return Page(items=[], total=0)
+
+    document = document_for(app_with(plain, clashing_router(router)))
+
+    names = {ref.removeprefix("#/components/schemas/") for ref in all_refs(document)}
+    assert names <= set(document["components"]["schemas"])
+
+
+def test_clashing_component_names_are_the_same_in_every_build(router: MsgspecRouter) -> None:
+    first = document_for(app_with(clashing_router(router)))
+    second = document_for(app_with(clashing_router(MsgspecRouter())))
+
+    assert sorted(first["components"]["schemas"]) == sorted(second["components"]["schemas"])
+
+
+def test_struct_without_a_clash_keeps_its_short_name(router: MsgspecRouter) -> None:
+    @router.post("/a")
+    async def a(city: openapi_models.City) -> None: ...
+
+    document = document_for(app_with(router))
+
+    assert "City" in document["components"]["schemas"]
+    assert qualified(openapi_models.City) not in document["components"]["schemas"]
 
 
 def test_enum_used_as_a_parameter_and_in_a_struct_is_documented_once() -> None:
@@ -596,3 +698,436 @@ def test_route_excluded_from_the_schema_is_not_documented() -> None:
     install_openapi(app, router)
 
     assert "/hidden" not in document_for(app)["paths"]
+
+
+# -- error models ---------------------------------------------------------------------------------
+
+
+class Problem(msgspec.Struct):
+    detail: str
+    code: int = 0
+
+
+def test_struct_error_model_is_accepted_at_registration(router: MsgspecRouter) -> None:
+    @router.get("/cities/{name}", responses={404: {"model": Problem}})
+    async def city(name: str) -> City:
+        return City(name=name, population=0)
+
+    assert [route.path for route in router.routes] == ["/cities/{name}"]
+
+
+def test_struct_error_model_is_documented_with_the_msgspec_schema(router: MsgspecRouter) -> None:
+    @router.get("/cities/{name}", responses={404: {"model": Problem}})
+    async def city(name: str) -> City:
+        return City(name=name, population=0)
+
+    document = document_for(app_with(router))
+
+    response = operation(document, "/cities/{name}", "get")["responses"]["404"]
+    assert response["description"] == "Not Found"
+    schema = resolve(document, response["content"]["application/json"]["schema"])
+    assert schema == document["components"]["schemas"]["Problem"]
+    assert schema["required"] == ["detail"]
+
+
+def test_struct_error_model_keeps_the_given_description_and_examples(
+    router: MsgspecRouter,
+) -> None:
+    given = {
+        "model": Problem,
+        "description": "No such city",
+        "content": {"application/json": {"example": {"detail": "gone"}}},
+    }
+
+    @router.get("/cities/{name}", responses={404: given})
+    async def city(name: str) -> City:
+        return City(name=name, population=0)
+
+    document = document_for(app_with(router))
+
+    response = operation(document, "/cities/{name}", "get")["responses"]["404"]
+    assert response["description"] == "No such city"
+    assert response["content"]["application/json"]["example"] == {"detail": "gone"}
+    assert "$ref" in response["content"]["application/json"]["schema"]
+
+
+def test_struct_error_model_is_documented_like_a_pydantic_one(router: MsgspecRouter) -> None:
+    class PydanticProblem(pydantic.BaseModel):
+        detail: str
+
+    class Missing(msgspec.Struct):
+        detail: str
+
+    plain = APIRouter()
+
+    @plain.get("/pydantic", responses={404: {"model": PydanticProblem}})
+    async def with_pydantic() -> None: ...
+
+    @router.get("/msgspec", responses={404: {"model": Missing}})
+    async def with_msgspec() -> None: ...
+
+    document = document_for(app_with(plain, router))
+
+    theirs = operation(document, "/pydantic", "get")["responses"]["404"]
+    ours = operation(document, "/msgspec", "get")["responses"]["404"]
+    assert theirs["description"] == ours["description"]
+    assert list(theirs["content"]) == list(ours["content"])
+    assert resolve(document, ours["content"]["application/json"]["schema"])["title"] == "Missing"
+
+
+def test_struct_error_model_on_a_route_fastapi_serves_is_documented() -> None:
+    router = MsgspecRouter()
+
+    @router.get("/notes", responses={404: {"model": Problem}})
+    async def notes() -> Note:
+        return Note(text="a")
+
+    document = document_for(app_with(router))
+
+    response = operation(document, "/notes", "get")["responses"]["404"]
+    assert resolve(document, response["content"]["application/json"]["schema"])["title"] == (
+        "Problem"
+    )
+
+
+def test_route_with_a_struct_error_model_serves_requests(router: MsgspecRouter) -> None:
+    @router.get("/cities/{name}", responses={404: {"model": Problem}})
+    async def city(name: str) -> City:
+        return City(name=name, population=0)
+
+    response = TestClient(app_with(router)).get("/cities/Lyon")
+
+    assert response.json() == {"name": "Lyon", "population": 0}
+
+
+def test_generated_bodies_with_one_name_and_one_schema_share_it(router: MsgspecRouter) -> None:
+    other = MsgspecRouter(prefix="/other")
+    for each in (router, other):
+
+        @each.post("/a")
+        async def create(city: Annotated[City, Body(embed=True)]) -> None: ...
+
+    document = document_for(app_with(router, other))
+
+    names = [name for name in document["components"]["schemas"] if "Body_create" in name]
+    assert len(names) == 1
+    assert names[0].startswith("Body_create_")
+
+
+# -- Body(...) documentation ----------------------------------------------------------------------
+
+
+class PydanticCity(pydantic.BaseModel):
+    name: str
+    population: int
+
+
+DOCUMENTED = Body(
+    title="New city",
+    description="The city to add",
+    examples=[{"name": "Lyon", "population": 522250}],
+    openapi_examples={"lyon": {"summary": "Lyon", "value": {"name": "Lyon", "population": 1}}},
+)
+
+
+def pydantic_and_msgspec_bodies(router: MsgspecRouter) -> dict[str, Any]:
+    """The request bodies FastAPI documents for a Pydantic body and we for a Struct one,
+    both declared with DOCUMENTED."""
+    plain = APIRouter()
+
+    @plain.post("/pydantic")
+    async def with_pydantic(city: Annotated[PydanticCity, DOCUMENTED]) -> None: ...
+
+    @router.post("/msgspec")
+    async def with_msgspec(city: Annotated[City, DOCUMENTED]) -> None: ...
+
+    document = document_for(app_with(plain, router))
+    return {
+        "pydantic": operation(document, "/pydantic", "post")["requestBody"],
+        "msgspec": operation(document, "/msgspec", "post")["requestBody"],
+    }
+
+
+def test_body_title_description_and_examples_are_beside_the_schema_as_for_pydantic(
+    router: MsgspecRouter,
+) -> None:
+    bodies = pydantic_and_msgspec_bodies(router)
+
+    theirs = bodies["pydantic"]["content"]["application/json"]["schema"]
+    ours = bodies["msgspec"]["content"]["application/json"]["schema"]
+    assert {k: v for k, v in ours.items() if k != "$ref"} == {
+        k: v for k, v in theirs.items() if k != "$ref"
+    }
+    assert ours["description"] == "The city to add"
+
+
+def test_body_openapi_examples_are_in_the_media_type_as_for_pydantic(
+    router: MsgspecRouter,
+) -> None:
+    bodies = pydantic_and_msgspec_bodies(router)
+
+    theirs = bodies["pydantic"]["content"]["application/json"]["examples"]
+    ours = bodies["msgspec"]["content"]["application/json"]["examples"]
+    assert ours == theirs
+    assert ours["lyon"]["summary"] == "Lyon"
+
+
+def test_embedded_body_part_documentation_is_on_its_property_as_for_pydantic(
+    router: MsgspecRouter,
+) -> None:
+    plain = APIRouter()
+    part = Body(embed=True, title="Town", description="Where", examples=[{"name": "x"}])
+
+    @plain.post("/pydantic")
+    async def with_pydantic(city: Annotated[PydanticCity, part]) -> None: ...
+
+    @router.post("/msgspec")
+    async def with_msgspec(city: Annotated[City, part]) -> None: ...
+
+    document = document_for(app_with(plain, router))
+
+    theirs = body_schema(document, "/pydantic")["properties"]["city"]
+    ours = body_schema(document, "/msgspec")["properties"]["city"]
+    assert {k: v for k, v in ours.items() if k != "$ref"} == {
+        k: v for k, v in theirs.items() if k != "$ref"
+    }
+    assert ours["description"] == "Where"
+    assert resolve(document, ours)["title"] == "City"
+
+
+def test_documented_body_is_still_decoded(router: MsgspecRouter) -> None:
+    @router.post("/cities")
+    async def create(city: Annotated[City, DOCUMENTED]) -> City:
+        return city
+
+    response = TestClient(app_with(router)).post("/cities", json={"name": "a", "population": 1})
+
+    assert response.json() == {"name": "a", "population": 1}
+
+
+# -- media types ----------------------------------------------------------------------------------
+
+VND = "application/vnd.api+json"
+
+
+def test_vendor_json_body_media_type_is_accepted_at_registration(router: MsgspecRouter) -> None:
+    @router.post("/cities")
+    async def create(city: Annotated[City, Body(media_type=VND)]) -> City:
+        return city
+
+    assert [route.path for route in router.routes] == ["/cities"]
+
+
+def test_vendor_json_body_is_documented_under_its_media_type(router: MsgspecRouter) -> None:
+    @router.post("/cities")
+    async def create(city: Annotated[City, Body(media_type=VND)]) -> City:
+        return city
+
+    document = document_for(app_with(router))
+
+    content = operation(document, "/cities", "post")["requestBody"]["content"]
+    assert list(content) == [VND]
+    assert resolve(document, content[VND]["schema"])["title"] == "City"
+
+
+def test_vendor_json_body_is_decoded_when_sent_with_its_media_type(router: MsgspecRouter) -> None:
+    @router.post("/cities")
+    async def create(city: Annotated[City, Body(media_type=VND)]) -> City:
+        return city
+
+    response = TestClient(app_with(router)).post(
+        "/cities", content=b'{"name":"a","population":1}', headers={"content-type": VND}
+    )
+
+    assert response.json() == {"name": "a", "population": 1}
+
+
+def test_non_json_body_media_type_is_refused_at_registration(router: MsgspecRouter) -> None:
+    with pytest.raises(TypeError, match="text/plain"):
+
+        @router.post("/cities")
+        async def create(city: Annotated[City, Body(media_type="text/plain")]) -> None: ...
+
+
+def test_embedded_parts_of_one_media_type_are_documented_under_it(router: MsgspecRouter) -> None:
+    @router.post("/cities")
+    async def create(
+        city: Annotated[City, Body(media_type=VND)], note: Annotated[str, Body(media_type=VND)]
+    ) -> None: ...
+
+    document = document_for(app_with(router))
+
+    assert list(operation(document, "/cities", "post")["requestBody"]["content"]) == [VND]
+
+
+def test_embedded_parts_of_several_media_types_are_documented_as_json_as_for_pydantic(
+    router: MsgspecRouter,
+) -> None:
+    plain = APIRouter()
+
+    @plain.post("/pydantic")
+    async def with_pydantic(
+        city: Annotated[PydanticCity, Body(media_type=VND)], note: Annotated[str, Body()]
+    ) -> None: ...
+
+    @router.post("/msgspec")
+    async def with_msgspec(
+        city: Annotated[City, Body(media_type=VND)], note: Annotated[str, Body()]
+    ) -> None: ...
+
+    document = document_for(app_with(plain, router))
+
+    theirs = operation(document, "/pydantic", "post")["requestBody"]["content"]
+    ours = operation(document, "/msgspec", "post")["requestBody"]["content"]
+    assert list(ours) == list(theirs) == ["application/json"]
+
+
+class VendorResponse(MsgspecJSONResponse):
+    media_type = VND
+
+
+def test_msgspec_response_subclass_with_another_media_type_is_refused_for_a_typed_route(
+    router: MsgspecRouter,
+) -> None:
+    # The request path labels msgspec responses application/json (see README Limitations).
+    with pytest.raises(TypeError, match="MsgspecJSONResponse subclass"):
+
+        @router.get("/cities", response_class=VendorResponse)
+        async def cities() -> list[City]:
+            return []
+
+
+def test_untyped_route_with_a_vendor_response_class_is_served_and_documented_with_it() -> None:
+    router = MsgspecRouter()
+
+    @router.post("/cities", response_class=VendorResponse, responses={404: {"model": Problem}})
+    async def create(city: City):
+        return {"stored": city.name}
+
+    app = app_with(router)
+    response = TestClient(app).post("/cities", json={"name": "a", "population": 1})
+    document = document_for(app)
+
+    assert response.headers["content-type"] == VND
+    assert response.json() == {"stored": "a"}
+    responses = operation(document, "/cities", "post")["responses"]
+    assert list(responses["200"]["content"]) == [VND]
+    assert list(responses["404"]["content"]) == [VND]
+
+
+def test_struct_error_model_on_the_router_is_documented_for_its_routes(
+    router: MsgspecRouter,
+) -> None:
+    router.responses = {404: {"model": Problem}}  # as MsgspecRouter(responses=...) sets it
+
+    @router.get("/cities/{name}")
+    async def city(name: str) -> City:
+        return City(name=name, population=0)
+
+    document = document_for(app_with(router))
+
+    response = operation(document, "/cities/{name}", "get")["responses"]["404"]
+    assert resolve(document, response["content"]["application/json"]["schema"])["title"] == (
+        "Problem"
+    )
+
+
+def test_router_with_a_struct_error_model_is_accepted() -> None:
+    router = MsgspecRouter(responses={404: {"model": Problem}})
+
+    @router.get("/cities")
+    async def cities() -> list[City]:
+        return []
+
+    assert TestClient(app_with(router)).get("/cities").json() == []
+
+
+def test_body_examples_may_hold_structs_and_pydantic_models(router: MsgspecRouter) -> None:
+    examples = [City(name="a", population=1), PydanticCity(name="b", population=2)]
+
+    @router.post("/cities")
+    async def create(city: Annotated[City, Body(examples=examples)]) -> None: ...
+
+    document = document_for(app_with(router))
+
+    schema = operation(document, "/cities", "post")["requestBody"]["content"]["application/json"]
+    assert schema["schema"]["examples"] == [
+        {"name": "a", "population": 1},
+        {"name": "b", "population": 2},
+    ]
+
+
+class Node(msgspec.Struct):
+    label: str
+    children: "list[Node]" = []
+
+
+def test_recursive_struct_refers_to_itself_by_its_document_name(router: MsgspecRouter) -> None:
+    @router.post("/nodes")
+    async def create(node: Node) -> None: ...
+
+    document = document_for(app_with(router))
+
+    node = body_schema(document, "/nodes")
+    assert node["properties"]["children"]["items"] == {"$ref": "#/components/schemas/Node"}
+
+
+# Three components named City: a Struct here (in __main__), one in openapi_models, and a
+# Pydantic model. Kept free of test_openapi's imports so that the two processes start fast.
+CLASHING_APP = """
+import json
+import msgspec
+import openapi_models
+from fastapi import APIRouter, FastAPI
+from msgspec_fastapi import MsgspecRouter, install_openapi
+
+class City(msgspec.Struct):
+    name: str
+
+router, plain = MsgspecRouter(), APIRouter()
+
+@router.post("/a")
+async def a(city: City) -> openapi_models.City: ...
+
+@plain.post("/pydantic")
+async def with_pydantic(city: openapi_models.Pydantic.City) -> None: ...
+
+app = FastAPI()
+app.include_router(router)
+app.include_router(plain)
+install_openapi(app, router)
+print(json.dumps(sorted(app.openapi()["components"]["schemas"])))
+"""
+
+
+def test_clashing_component_names_are_the_same_in_two_processes() -> None:
+    tests = pathlib.Path(__file__).parent
+    runs = [
+        json.loads(
+            subprocess.run(
+                [sys.executable, "-c", CLASHING_APP],
+                cwd=tests,
+                env={**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(tests)},
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
+        )
+        for seed in ("1", "2")
+    ]
+
+    assert runs[0] == runs[1]
+    assert {"City", "__main____City", "openapi_models__City"} <= set(runs[0])
+
+
+def test_msgspec_error_model_without_components_on_a_route_fastapi_serves_is_documented() -> None:
+    router = MsgspecRouter()
+
+    @router.get("/notes", responses={400: {"model": Annotated[int, msgspec.Meta(ge=1)]}})
+    async def notes() -> Note:
+        return Note(text="a")
+
+    document = document_for(app_with(router))
+
+    response = operation(document, "/notes", "get")["responses"]["400"]
+    assert response["content"]["application/json"]["schema"] == {"type": "integer", "minimum": 1}

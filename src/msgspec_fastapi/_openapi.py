@@ -2,25 +2,115 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from copy import deepcopy
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+import msgspec.inspect as mi
+from fastapi.encoders import jsonable_encoder
 
 from . import _compat
 from ._params import PARAM_GROUPS
+from ._types import is_msgspec_json_type
 
 if TYPE_CHECKING:
     from fastapi.routing import RouteContext
 
-    from ._plan import EndpointSpec
+    from ._plan import BodyPlan, EndpointSpec
 
-_REF_TEMPLATE = "#/components/schemas/{name}"
+_REF_PREFIX = "#/components/schemas/"
+_REF_TEMPLATE = _REF_PREFIX + "{name}"
+
+# Component names are unique per class in the whole process, so that routers merged at
+# any time agree: a class keeps the name it got first (`module__qualname`, Pydantic's
+# style), and a second class with the same import path (made by a factory) gets `_2`.
+_CANONICAL: dict[Any, str] = {}
+_OWNERS: dict[str, Any] = {}
+# Each canonical name's short form (msgspec's name for the class alone), used in the
+# document whenever no other component there has that short name.
+_SHORT: dict[str, str] = {}
+
+# The inspect types msgspec makes a component of (a `$ref` in the schemas using them).
+_NAMED = (mi.StructType, mi.DataclassType, mi.TypedDictType, mi.NamedTupleType, mi.EnumType)
+
+
+def _component_classes(annotation: Any) -> list[Any]:
+    """The classes (or generic aliases) msgspec makes components of for `annotation`."""
+    found: list[Any] = []
+    seen: set[int] = set()
+
+    def walk(info: mi.Type) -> None:
+        if id(info) in seen:
+            return
+        seen.add(id(info))
+        if isinstance(info, _NAMED) and info.cls not in found:
+            found.append(info.cls)
+        for attribute in ("type", "item_type", "key_type", "value_type"):
+            child = getattr(info, attribute, None)
+            if isinstance(child, mi.Type):
+                walk(child)
+        for child in getattr(info, "types", ()) or getattr(info, "item_types", ()):
+            walk(child)
+        for field in getattr(info, "fields", ()):
+            walk(field.type)
+
+    walk(mi.type_info(annotation))
+    return found
+
+
+def _ref_name(schema: dict[str, Any]) -> str | None:
+    ref = schema.get("$ref")
+    return ref.removeprefix(_REF_PREFIX) if isinstance(ref, str) else None
+
+
+def _normalize(name: str) -> str:
+    """Pydantic's normalisation of a component name: `pkg.mod.City` → `pkg__mod__City`."""
+    return re.sub(r"[^a-zA-Z0-9.\-_]", "_", name).replace(".", "__")
+
+
+def _canonical(cls: Any) -> str:
+    """The process-wide component name of `cls`: module-qualified, unique per class."""
+    known = _CANONICAL.get(cls)
+    if known is not None:
+        return known
+    (alone,), _ = msgspec.json.schema_components([cls], ref_template=_REF_TEMPLATE)
+    short = _ref_name(alone) or str(getattr(cls, "__name__", "Component"))
+    # A generic alias has its origin's qualname; msgspec's short name (`Page_City_`)
+    # tells its instances apart.
+    outer = str(getattr(cls, "__qualname__", short)).rpartition(".")[0]
+    base = _normalize(".".join(filter(None, (getattr(cls, "__module__", ""), outer, short))))
+    name, suffix = base, 2
+    while name in _OWNERS:
+        name, suffix = f"{base}_{suffix}", suffix + 1
+    _OWNERS[name] = cls
+    _CANONICAL[cls] = name
+    _SHORT[name] = short
+    return name
+
+
+def rewrite_refs(node: Any, names: dict[str, str]) -> None:
+    """Point every `$ref` to a component in `names` at its new name, in place."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(_REF_PREFIX):
+            new = names.get(ref.removeprefix(_REF_PREFIX))
+            if new is not None:
+                node["$ref"] = _REF_TEMPLATE.format(name=new)
+        for value in node.values():
+            rewrite_refs(value, names)
+    elif isinstance(node, list):
+        for value in node:
+            rewrite_refs(value, names)
 
 
 def merge_components(target: dict[str, Any], incoming: dict[str, Any]) -> None:
-    """Add schemas to `target`; one name for two different schemas is an error."""
+    """Add schemas to `target`; one name for two different schemas is an error.
+
+    Names are canonical (one per class), so this fails only if a class changed its
+    schema between two registrations.
+    """
     for name, schema in incoming.items():
         if name in target and target[name] != schema:
             raise ValueError(f"Conflicting OpenAPI component name: {name!r}")
@@ -28,19 +118,87 @@ def merge_components(target: dict[str, Any], incoming: dict[str, Any]) -> None:
 
 
 def _schema(annotation: Any, components: dict[str, Any]) -> dict[str, Any]:
-    (schema,), definitions = msgspec.json.schema_components(
-        [annotation], ref_template=_REF_TEMPLATE
+    """msgspec's schema of `annotation`, its components added to `components`, every
+    component named and referenced by its canonical name."""
+    classes = _component_classes(annotation)
+    schemas, definitions = msgspec.json.schema_components(
+        [*classes, annotation], ref_template=_REF_TEMPLATE
     )
-    merge_components(components, definitions)
+    # msgspec names components per call (qualifying clashes itself): map its names to ours.
+    names = {}
+    for cls, alone in zip(classes, schemas, strict=False):
+        name = _ref_name(alone)
+        if name is not None:
+            names[name] = _canonical(cls)
+    schema = deepcopy(schemas[-1])
+    rewrite_refs(schema, names)
+    renamed = {names.get(name, name): deepcopy(value) for name, value in definitions.items()}
+    rewrite_refs(renamed, names)
+    merge_components(components, renamed)
     return schema
 
 
+def _error_models(responses: dict[Any, Any], media_type: str, components: dict[str, Any]) -> bool:
+    """Document `responses={404: {"model": T}}` with msgspec's schema of T, in place;
+    whether there was such a model.
+
+    FastAPI builds a Pydantic field for each `model` when the route is created, which a
+    Struct cannot be; the model is taken out and its schema put where FastAPI puts a
+    Pydantic model's: under the route's response media type.
+    """
+    found = False
+    for status, response in responses.items():
+        if not isinstance(response, dict) or not is_msgspec_json_type(response.get("model")):
+            continue
+        found = True
+        entry = dict(response)
+        model = entry.pop("model")
+        content = entry["content"] = deepcopy(entry.get("content") or {})
+        media = content[media_type] = dict(content.get(media_type) or {})
+        media["schema"] = _schema(model, components)
+        responses[status] = entry
+    return found
+
+
+def _builtins(value: Any) -> Any:
+    """An example as JSON-ready values: msgspec's types by msgspec, others (a Pydantic
+    model, say) as FastAPI encodes examples."""
+    return msgspec.to_builtins(value, enc_hook=jsonable_encoder)
+
+
+def _body_content(body: BodyPlan, components: dict[str, Any]) -> dict[str, Any]:
+    """The media type object of a body, with its `Body(...)` documentation where FastAPI
+    puts it: beside the schema, or on the embedded part's property."""
+    schema = _schema(body.decode_type, components)
+    schema.update(_builtins(body.docs))
+    embedded = components.get(_ref_name(schema) or "", {}) if body.part_docs else {}
+    for key, docs in body.part_docs.items():
+        embedded["properties"][key].update(_builtins(docs))
+    content = {"schema": schema}
+    if body.openapi_examples:
+        content["examples"] = _builtins(body.openapi_examples)
+    return content
+
+
 def route_openapi(
-    spec: EndpointSpec, options: dict[str, Any], max_body_size: int | None
+    spec: EndpointSpec | None,
+    options: dict[str, Any],
+    max_body_size: int | None,
+    response_media_type: str,
 ) -> dict[str, Any]:
-    """Fill a route's `responses` and `openapi_extra` options; return its components."""
+    """Fill a route's `responses` and `openapi_extra` options; return its components.
+
+    Without a spec (FastAPI serves the route alone) only msgspec error models are
+    documented, and the options are left alone when there are none.
+    """
     components: dict[str, Any] = {}
-    responses = deepcopy(options.get("responses") or {})
+    responses = dict(options.get("responses") or {})
+    has_models = _error_models(responses, response_media_type, components)
+    if spec is None:
+        if has_models:
+            options["responses"] = responses
+        return components
+    responses = deepcopy(responses)
     extra = deepcopy(options.get("openapi_extra") or {})
     if max_body_size is not None:
         responses.setdefault(413, {"description": "Content Too Large"})
@@ -48,7 +206,7 @@ def route_openapi(
     if body is not None:
         extra["requestBody"] = {
             "required": body.required,
-            "content": {"application/json": {"schema": _schema(body.decode_type, components)}},
+            "content": {body.media_type: _body_content(body, components)},
         }
         responses.setdefault(400, {"description": "Malformed JSON"})
         responses.setdefault(415, {"description": "Unsupported Media Type"})
@@ -76,7 +234,7 @@ def route_openapi(
         key = str(code) if str(code) in responses else code
         entry = responses.setdefault(key, {})
         entry.setdefault("description", options.get("response_description", "Successful Response"))
-        entry.setdefault("content", {})["application/json"] = {
+        entry.setdefault("content", {})[response_media_type] = {
             "schema": _schema(output.output_type, components)
         }
     options["responses"] = responses
@@ -119,23 +277,55 @@ def _same_enum(ours: dict[str, Any], theirs: dict[str, Any]) -> bool:
     return "enum" in ours and ours.get("enum") == theirs.get("enum")
 
 
-def _merge_into_document(schemas: dict[str, Any], ours: dict[str, Any]) -> None:
-    """Add msgspec's components to the document's; an enum FastAPI also described (for a
-    Pydantic-typed parameter, say) keeps msgspec's wording of the same values."""
-    for name, schema in ours.items():
-        existing = schemas.get(name)
-        if existing is not None and existing != schema and not _same_enum(schema, existing):
-            raise ValueError(f"Conflicting OpenAPI component name: {name!r}")
-        schemas[name] = deepcopy(schema)
+def _document_names(existing: dict[str, Any], ours: dict[str, Any]) -> dict[str, str]:
+    """The name in the document of each of our canonical names.
+
+    The short name (`City`) where nothing else in the document has it, as Pydantic does;
+    the module-qualified canonical name where two of ours share a short name or one of
+    FastAPI's components (a Pydantic model) already has it. An enum FastAPI also
+    described (for a Pydantic-typed parameter, say) shares its name.
+    """
+    # Distinct classes with one short name and one schema (the generated bodies of two
+    # endpoints named alike, say) can share the name, as they did in one component.
+    shorts: dict[str, list[Any]] = {}
+    for canonical, schema in ours.items():
+        schemas = shorts.setdefault(_SHORT.get(canonical, canonical), [])
+        if schema not in schemas:
+            schemas.append(schema)
+    names: dict[str, str] = {}
+    for canonical, schema in ours.items():
+        short = _SHORT.get(canonical, canonical)
+        theirs = existing.get(short)
+        if len(shorts[short]) == 1 and (
+            theirs is None or theirs == schema or _same_enum(schema, theirs)
+        ):
+            names[canonical] = short
+    taken = set(existing) | set(names.values())
+    for canonical in ours:
+        if canonical in names:
+            continue
+        name, suffix = canonical, 2
+        while name in taken:  # a Pydantic model with this very import path
+            name, suffix = f"{canonical}_{suffix}", suffix + 1
+        taken.add(name)
+        names[canonical] = name
+    return names
 
 
 def add_msgspec_schemas(
     document: dict[str, Any], routes: Iterable[RouteContext], components: dict[str, Any]
 ) -> None:
     """Put msgspec's schemas into a document FastAPI built: `components`, and those of
-    the msgspec-converted parameters of `routes`."""
+    the msgspec-converted parameters of `routes`, then name them for this document and
+    point every reference to them at that name."""
     ours = dict(components)
     for route in routes:
         _parameter_schemas(document, route, ours)
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
-    _merge_into_document(schemas, ours)
+    names = _document_names(schemas, ours)
+    # Canonical names are module-qualified, so no component of FastAPI's has one.
+    rewrite_refs(document, names)
+    for canonical, schema in ours.items():
+        copied = deepcopy(schema)
+        rewrite_refs(copied, names)
+        schemas[names[canonical]] = copied

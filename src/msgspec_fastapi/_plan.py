@@ -78,6 +78,11 @@ class BodyPlan:
     embedded: bool
     required: bool
     report_invalid: BodyErrors
+    # Documentation only: what FastAPI puts in the request body of a Pydantic body.
+    media_type: str
+    docs: dict[str, Any]  # title, description, examples of a body that is not embedded
+    part_docs: dict[str, dict[str, Any]]  # the same per key of an embedded body
+    openapi_examples: dict[str, Any] | None
 
     @property
     def name(self) -> str | None:
@@ -192,6 +197,17 @@ class _BodyPart:
     default: Any
     key: str
     embed: bool
+    media_type: str
+    docs: dict[str, Any]
+    openapi_examples: dict[str, Any] | None
+
+
+def is_json_media_type(media_type: str) -> bool:
+    """`application/json` or `application/*+json`: what the request path accepts."""
+    media = media_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json") and "/" not in media[12:]
+    )
 
 
 def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
@@ -202,9 +218,21 @@ def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
     default: Any = MISSING
     embed = False
     key = parameter.name
+    media_type = "application/json"
+    docs: dict[str, Any] = {}
+    openapi_examples = None
     if body_info is not None:
-        if body_info.media_type != "application/json":
-            raise TypeError(f"{where}: only application/json bodies are supported")
+        media_type = body_info.media_type
+        if not is_json_media_type(media_type):
+            raise TypeError(
+                f"{where}: only application/json and application/*+json bodies are "
+                f"supported, not {media_type!r}"
+            )
+        for attribute in ("title", "description", "examples"):
+            value = getattr(body_info, attribute, None)
+            if value is not None:
+                docs[attribute] = value
+        openapi_examples = getattr(body_info, "openapi_examples", None)
         if body_info.default_factory is not None:
             raise TypeError(f"{where}: Body(default_factory=...) is not supported")
         extra.extend(body_info.metadata)
@@ -215,7 +243,9 @@ def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
     if parameter.default is not EMPTY and not isinstance(parameter.default, params.Body):
         default = parameter.default
     body_type = constrained_type(strip_annotated(annotation), extra, where)
-    return _BodyPart(parameter.name, body_type, default, key, embed)
+    return _BodyPart(
+        parameter.name, body_type, default, key, embed, media_type, docs, openapi_examples
+    )
 
 
 def _copies(value: Any) -> Callable[[], Any]:
@@ -268,6 +298,9 @@ def _body_plan(endpoint_name: str, parameters: list[inspect.Parameter]) -> BodyP
         decoder = msgspec.json.Decoder(type=decode_type)
     except TypeError as exc:
         raise TypeError(f"{where}: {exc}") from exc
+    # As FastAPI: the parts' media type when they agree, else application/json; examples
+    # of the whole body only for a body that is not embedded.
+    media_types = {part.media_type for part in parts}
     return BodyPlan(
         tuple(part.name for part in parts),
         decoder,
@@ -276,6 +309,10 @@ def _body_plan(endpoint_name: str, parameters: list[inspect.Parameter]) -> BodyP
         embedded,
         required,
         BodyErrors(decode_type),
+        media_type=media_types.pop() if len(media_types) == 1 else "application/json",
+        docs={} if embedded else parts[0].docs,
+        part_docs={part.key: part.docs for part in parts if embedded and part.docs},
+        openapi_examples=None if embedded else parts[0].openapi_examples,
     )
 
 
@@ -330,7 +367,12 @@ def _output_plan(
         if options.get("status_code") in BODYLESS_STATUSES:
             raise TypeError(f"{where}: status code {options['status_code']} has no body")
         if not untyped_allowed:
-            raise TypeError(f"{where}: a custom response_class cannot encode msgspec responses")
+            # The request path sends every msgspec response as application/json, so a
+            # MsgspecJSONResponse subclass with another media type would be mislabelled.
+            raise TypeError(
+                f"{where}: a custom response_class cannot encode msgspec responses (not "
+                "even a MsgspecJSONResponse subclass: they are sent as application/json)"
+            )
         output_type = constrained_type(output_type, (), where)
         trusted_class, container = _trust(output_type)
         mode = OUTPUT_TRUSTED if trusted_class is not None else OUTPUT_VALIDATE

@@ -308,18 +308,26 @@ class MsgspecRouter(APIRouter):
             response_class = _resolve(self.default_response_class)
         untyped_allowed = response_class is MsgspecJSONResponse
         spec, exposed = analyze_endpoint(endpoint, kwargs, untyped_allowed)
-        if spec is None:
-            super().add_api_route(path, endpoint, **kwargs)
-            return
-        components = route_openapi(spec, kwargs, limit)
-        if spec.output is not None:
+        # What FastAPI documents error models under: the class the route responds with.
+        media_type = "application/json"
+        if spec is None or spec.output is None:
+            media_type = getattr(response_class, "media_type", None) or media_type
+        if self.responses:
+            # FastAPI adds the router's responses to the route's; ours must see them to
+            # take their msgspec models out, and the route's entries still win.
+            kwargs["responses"] = {**self.responses, **(kwargs.get("responses") or {})}
+        components = route_openapi(spec, kwargs, limit, media_type)
+        if spec is not None and spec.output is not None:
             kwargs["response_model"] = None
             kwargs["response_class"] = MsgspecJSONResponse
         merged = dict(self.msgspec_components)
         merge_components(merged, components)
         count = len(self.routes)
         try:
-            super().add_api_route(path, _make_wrapper(spec, exposed), **kwargs)
+            if spec is None:
+                super().add_api_route(path, endpoint, **kwargs)
+            else:
+                super().add_api_route(path, _make_wrapper(spec, exposed), **kwargs)
         except Exception:
             del self.routes[count:]
             raise
