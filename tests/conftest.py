@@ -23,6 +23,12 @@ def pytest_report_header(config: pytest.Config) -> str:
     return f"msgspec_fastapi.IMPLEMENTATION: {msgspec_fastapi.IMPLEMENTATION}"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "fuzz_routing: the long routing differential (make fuzz-routing)"
+    )
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     expected = os.environ.get("MSGSPEC_FASTAPI_EXPECT")
     if expected and expected != msgspec_fastapi.IMPLEMENTATION:
