@@ -2,6 +2,7 @@
 
 from ._impl import IMPLEMENTATION
 from ._openapi import install_openapi
+from ._routing import install_dispatch
 from .responses import MsgspecJSONResponse
 from .router import MsgspecRoute, MsgspecRouter
 
@@ -10,5 +11,6 @@ __all__ = [
     "MsgspecJSONResponse",
     "MsgspecRoute",
     "MsgspecRouter",
+    "install_dispatch",
     "install_openapi",
 ]

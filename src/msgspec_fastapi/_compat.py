@@ -66,3 +66,118 @@ def included_match_data(context: Any) -> tuple[Any, dict[str, Any], Any, frozens
         context.endpoint,
         frozenset(context.methods),
     )
+
+
+# -- dispatch: what the route index (`_routing`, and the twins' dispatch section) reads --
+# Every name below checked against FastAPI 0.142.2 and 0.165.0.
+
+# FastAPI's node for one `include_router` (0.137+): its `effective_candidates()` are the
+# inclusion's routes as contexts (and nested inclusions), built once per routes version.
+IncludedRouter: type = _routing._IncludedRouter
+
+# The entry of the FastAPI scope dict naming the inclusion being matched or handled; the
+# router's own `matches`/`handle` read it to know which inclusion they serve.
+INCLUDED_ROUTER_KEY: str = _routing._FASTAPI_INCLUDED_ROUTER_KEY
+
+# The scope entry where FastAPI's telemetry (0.142+) keeps its per-request record; when
+# it is set, a selected route is reported with `route_selected`.
+TELEMETRY_SCOPE_KEY = "fastapi.telemetry"
+
+# Reports the selected route's path template to the request's telemetry span (both
+# versions: `_route_selected(scope=, path=, mount=)`, a no-op without telemetry).
+route_selected = _routing._route_selected
+
+# 0.165 merges the FastAPI entry of a child scope instead of replacing it; 0.142.2 has
+# no `_update_scope` and uses `scope.update`.
+_update_scope = getattr(_routing, "_update_scope", None)
+
+# 0.165 applies per-router multipart limits on entering each router (top level and each
+# inclusion); 0.142.2 has no form limits.
+_apply_router_form_limits = getattr(_routing, "_apply_router_form_limits", None)
+
+
+def update_scope(scope: dict[str, Any], child_scope: dict[str, Any]) -> None:
+    """Merge a matched route's child scope into the scope, as FastAPI's router does."""
+    if _update_scope is None:
+        scope.update(child_scope)
+    else:
+        _update_scope(scope, child_scope)
+
+
+def router_form_limits(router: Any) -> dict[str, Any]:
+    """The form limits a router applies when a request enters it ({} before 0.165)."""
+    if _apply_router_form_limits is None:
+        return {}
+    return dict(getattr(router, "form_limits", None) or {})
+
+
+def inclusion_form_limits(included: Any) -> dict[str, Any]:
+    """The form limits an inclusion applies in its `handle` ({} before 0.165)."""
+    if _apply_router_form_limits is None:
+        return {}
+    return dict(getattr(included.include_context, "form_limits", None) or {})
+
+
+def apply_form_limits(scope: dict[str, Any], limits: dict[str, Any]) -> None:
+    """What FastAPI does with a router's form limits on entering it (0.165)."""
+    if _apply_router_form_limits is not None:
+        _apply_router_form_limits(scope, limits)
+
+
+def included_candidates(included: Any) -> list[Any]:
+    """An inclusion's candidates in order: route contexts and nested inclusions.
+
+    Builds them (and the route handlers) on first use, as FastAPI's first request would.
+    """
+    return included.effective_candidates()  # type: ignore[no-any-return]
+
+
+def watch_route_changes(router: Any, on_change: Any) -> None:
+    """Call `on_change()` whenever FastAPI bumps `router`'s routes version.
+
+    Every change FastAPI counts (add_api_route, add_route, include_router, websocket
+    routes, frontend) goes through `APIRouter._mark_routes_changed` in both versions;
+    the hook is an instance attribute that calls the original first. Idempotent.
+    """
+    if getattr(router, "_msgspec_watched", False):
+        return
+    original = router._mark_routes_changed
+
+    def mark_routes_changed() -> None:
+        original()
+        on_change()
+
+    router._mark_routes_changed = mark_routes_changed
+    router._msgspec_watched = True
+
+
+def replace_router_app(router: Any, app: Any) -> None:
+    """Put `app` where `router.app` (Starlette's route loop) sits in the router's stack.
+
+    `Router.__init__` wraps the bound `app` in the router's own middleware (and, with
+    `max_body_size`, Starlette's body limit) as `middleware_stack`; the loop is the
+    innermost `.app` of that chain. The instance attribute covers `Router.handle`.
+    """
+    loop = type(router).app
+
+    def is_loop(candidate: Any) -> bool:
+        return (
+            getattr(candidate, "__self__", None) is router
+            and getattr(candidate, "__func__", None) is loop
+        ) or getattr(candidate, "installed_on", None) is router
+
+    if is_loop(router.middleware_stack):
+        router.middleware_stack = app
+    else:
+        node = router.middleware_stack
+        for _ in range(64):
+            inner = getattr(node, "app", None)
+            if inner is None:
+                raise RuntimeError("the router's route loop is not in its middleware stack")
+            if is_loop(inner):
+                node.app = app
+                break
+            node = inner
+        else:
+            raise RuntimeError("the router's route loop is not in its middleware stack")
+    router.app = app

@@ -10,14 +10,16 @@ from copy import deepcopy
 from urllib.parse import parse_qsl
 
 import msgspec
-from fastapi.routing import APIRoute
+from fastapi.routing import APIRoute, APIRouter
 from starlette.concurrency import run_in_threadpool
 from starlette.convertors import StringConvertor
 from starlette.requests import cookie_parser
 from starlette.responses import Response
 
 from msgspec_fastapi._errors import handle_route_exception
+from msgspec_fastapi._routing import build_included_index
 from msgspec_fastapi._shared import (
+    ABSENT,
     BODYLESS_STATUSES,
     CONTAINER_DICT,
     CONTAINER_LIST,
@@ -25,8 +27,13 @@ from msgspec_fastapi._shared import (
     CONTAINER_TUPLE,
     CONTENT_LENGTH,
     DIRECT_ATTR,
+    ENTRY_FALLBACK,
+    ENTRY_MATCHER,
+    ENTRY_ROUTE,
     FAST_DIGITS_MAX,
     FASTAPI_SCOPE_KEY,
+    INCLUDED_ROUTER_KEY,
+    INDEX_ATTR,
     JSON_CONTENT_TYPE,
     MATCH_FULL,
     MATCH_NONE,
@@ -39,9 +46,13 @@ from msgspec_fastapi._shared import (
     PARAM_PATH,
     PARAM_QUERY,
     ROUTE_CONTEXT_KEY,
+    ROUTES_GENERATION,
+    SEGMENT_ANY,
+    TELEMETRY_SCOPE_KEY,
     ClientDisconnect,
     PreparedResponse,
     RequestValidationError,
+    apply_form_limits,
     body_invalid,
     body_missing,
     body_too_large,
@@ -49,7 +60,9 @@ from msgspec_fastapi._shared import (
     malformed_json,
     nested_too_deeply,
     response_invalid,
+    route_selected,
     unsupported_media_type,
+    update_scope,
 )
 
 IMPLEMENTATION = "compiled"
@@ -588,3 +601,282 @@ cdef class RouteRuntime:
             if tracker is not None:
                 started = tracker.started
             await handle_route_exception(error, scope, receive, send, started)
+
+
+# -- dispatch --------------------------------------------------------------------------
+#
+# The route index; see the section of the same name in `_fastpath_py.py`, which
+# documents it. Same definitions, same order, same names.
+
+cdef int ENTRY_ROUTE_KIND = ENTRY_ROUTE
+cdef int ENTRY_MATCHER_KIND = ENTRY_MATCHER
+cdef int ENTRY_FALLBACK_KIND = ENTRY_FALLBACK
+cdef int SEGMENT_ANY_KIND = SEGMENT_ANY
+cdef object api_router_matches = APIRouter.matches
+cdef object api_router_handle = APIRouter.handle
+cdef object generation_cell = ROUTES_GENERATION
+
+
+cdef class IndexNode:
+    """One segment position of the route trie: literal children by text, then params."""
+
+    cdef public dict literals
+    cdef public list params
+    cdef public list ends
+    cdef public list tails
+    cdef public int kind
+
+    def __init__(self):
+        self.literals = {}
+        self.params = []
+        self.ends = []
+        self.tails = []
+        self.kind = SEGMENT_ANY_KIND
+
+
+cdef class IndexEntry:
+    """One route of a flattened route table, with what testing and handling it needs."""
+
+    cdef public Py_ssize_t position
+    cdef public int kind
+    cdef public object route
+    cdef public object context
+    cdef public object matcher
+    cdef public object direct
+    cdef public object included
+    cdef public tuple chain_limits
+    cdef public object path_format
+    cdef public bint is_mount
+
+    def __init__(self):
+        self.position = 0
+        self.kind = ENTRY_FALLBACK_KIND
+        self.chain_limits = ()
+        self.is_mount = False
+
+
+cdef class RouteIndex:
+    """The index of one route table: a trie of path shapes plus the always-candidates."""
+
+    cdef public IndexNode root
+    cdef public list always
+    cdef public list entries
+    cdef public object generation
+    cdef public object snapshot
+    cdef public dict form_limits
+
+    def __init__(self):
+        self.root = IndexNode()
+        self.always = []
+        self.entries = []
+        self.generation = -1
+        self.snapshot = None
+        self.form_limits = {}
+
+
+cdef inline bint ascii_digits(str segment):
+    cdef Py_UCS4 ch
+    for ch in segment:
+        if ch < u"0" or ch > u"9":
+            return False
+    return True
+
+
+cdef int collect(IndexNode node, list segments, Py_ssize_t i, list found) except -1:
+    """Add the positions of every route whose path shape accepts `segments[i:]`."""
+    cdef Py_ssize_t count = len(segments)
+    cdef str segment
+    cdef IndexNode child
+    cdef object following
+    while i < count:
+        segment = segments[i]
+        if node.tails:
+            found.extend(node.tails)
+        if segment:
+            for child in node.params:
+                if child.kind == SEGMENT_ANY_KIND or ascii_digits(segment):
+                    collect(child, segments, i + 1, found)
+        following = node.literals.get(segment)
+        if following is None:
+            return 0
+        node = <IndexNode>following
+        i += 1
+    found.extend(node.ends)
+    return 0
+
+
+cdef list candidates(RouteIndex index, str path):
+    """Positions of the routes that could match `path`, in registration order; or None."""
+    if path.endswith("\n"):
+        return None
+    cdef list found = list(index.always)
+    collect(index.root, path.split("/"), 0, found)
+    if len(found) > 1:
+        found.sort()
+    return found
+
+
+cdef tuple match_entry(IndexEntry entry, dict scope):
+    """FastAPI's test of one route, as its route loop would run it."""
+    cdef int kind = entry.kind
+    cdef object fastapi_scope
+    cdef object previous
+    if kind == ENTRY_MATCHER_KIND:
+        return (<RouteMatcher?>entry.matcher).match(scope)
+    if kind == ENTRY_ROUTE_KIND:
+        return entry.route.matches(scope)
+    fastapi_scope = scope.setdefault(FASTAPI_SCOPE_KEY, {})
+    previous = fastapi_scope.get(ROUTE_CONTEXT_KEY, ABSENT)
+    fastapi_scope[ROUTE_CONTEXT_KEY] = entry.context
+    try:
+        return entry.route.matches(scope)
+    finally:
+        fastapi_scope = scope.get(FASTAPI_SCOPE_KEY)
+        if type(fastapi_scope) is dict:
+            if previous is ABSENT:
+                fastapi_scope.pop(ROUTE_CONTEXT_KEY, None)
+            else:
+                fastapi_scope[ROUTE_CONTEXT_KEY] = previous
+
+
+cdef tuple select(RouteIndex index, dict scope):
+    """(match, entry, child scope) of the route FastAPI's loop would pick, or None."""
+    cdef object path = scope["path"]
+    cdef list found
+    cdef list entries = index.entries
+    cdef IndexEntry entry
+    cdef tuple partial = None
+    cdef tuple result
+    cdef object match
+    cdef Py_ssize_t position
+    if scope.get("root_path"):
+        path = get_route_path(scope)
+    found = candidates(index, path)
+    if found is None:
+        return None
+    for position in found:
+        entry = <IndexEntry>entries[position]
+        if entry.kind == ENTRY_FALLBACK_KIND:
+            return None
+        result = match_entry(entry, scope)
+        match = result[0]
+        if match is match_full:
+            return (match, entry, result[1])
+        if match is match_partial and partial is None:
+            partial = (match, entry, result[1])
+    if partial is None:
+        return (match_none, None, {})
+    return partial
+
+
+cdef object dispatch(tuple selected, dict scope, receive, send):
+    """Hand the request to the selected route, the scope set as FastAPI's router sets it."""
+    cdef object match = selected[0]
+    cdef IndexEntry entry = <IndexEntry>selected[1]
+    cdef dict child_scope = selected[2]
+    cdef object fastapi_scope
+    cdef object limits
+    if entry.kind == ENTRY_ROUTE_KIND:
+        update_scope(scope, child_scope)
+        if scope.get(TELEMETRY_SCOPE_KEY) is not None:
+            route_selected(scope=scope, path=entry.path_format, mount=entry.is_mount)
+        return entry.route.handle(scope, receive, send)
+    fastapi_scope = scope.setdefault(FASTAPI_SCOPE_KEY, {})
+    for limits in entry.chain_limits:
+        apply_form_limits(scope, limits)
+    if entry.included is not None:
+        fastapi_scope[INCLUDED_ROUTER_KEY] = entry.included
+    scope.update(child_scope)
+    if scope.get(TELEMETRY_SCOPE_KEY) is not None:
+        route_selected(scope=scope, path=entry.path_format, mount=False)
+    fastapi_scope[ROUTE_CONTEXT_KEY] = entry.context
+    scope["route"] = entry.route
+    if entry.direct is not None and match is match_full:
+        return entry.direct(scope, receive, send)
+    return entry.route.handle(scope, receive, send)
+
+
+cdef class AppDispatcher:
+    """The application router's route loop, through the index (see `install_dispatch`)."""
+
+    cdef public object fallback
+    cdef public object index
+    cdef public object installed_on
+    cdef public object rebuild
+
+    def __init__(self, router, fallback, rebuild):
+        self.installed_on = router
+        self.fallback = fallback
+        self.rebuild = rebuild
+        self.index = None
+
+    cpdef RouteIndex current_index(self):
+        cdef object index = self.index
+        if (
+            index is None
+            or (<RouteIndex>index).generation != generation_cell.value
+            or self.installed_on.routes != (<RouteIndex>index).snapshot
+        ):
+            index = self.index = self.rebuild()
+        return <RouteIndex?>index
+
+    def __call__(self, dict scope, receive, send):
+        if scope["type"] != "http":
+            return self.fallback(scope, receive, send)
+        cdef RouteIndex index = self.current_index()
+        cdef tuple selected = select(index, scope)
+        if selected is None or selected[1] is None:
+            return self.fallback(scope, receive, send)
+        if index.form_limits:
+            apply_form_limits(scope, index.form_limits)
+        if "router" not in scope:
+            scope["router"] = self.installed_on
+        return dispatch(selected, scope, receive, send)
+
+
+# What `_routing` builds this twin's indexes from.
+INDEX_CLASSES = (RouteIndex, IndexEntry, IndexNode, RouteMatcher)
+
+
+cpdef RouteIndex included_index(included):
+    """The index of one inclusion of a MsgspecRouter, rebuilt when routes change."""
+    cdef object index = getattr(included, INDEX_ATTR, None)
+    if index is None or (<RouteIndex>index).generation != generation_cell.value:
+        index = build_included_index(included, INDEX_CLASSES)
+        setattr(included, INDEX_ATTR, index)
+    return <RouteIndex?>index
+
+
+cdef inline object serving_inclusion(router, dict scope):
+    """The inclusion of `router` FastAPI is matching or handling, for HTTP; else None."""
+    if scope["type"] != "http":
+        return None
+    cdef object fastapi_scope = scope.get(FASTAPI_SCOPE_KEY)
+    if fastapi_scope is None:
+        return None
+    cdef object included = fastapi_scope.get(INCLUDED_ROUTER_KEY)
+    if included is None or getattr(included, "original_router", None) is not router:
+        return None
+    return included
+
+
+def router_matches(router, dict scope):
+    """`MsgspecRouter.matches`: this inclusion's candidates through its index."""
+    cdef object included = serving_inclusion(router, scope)
+    cdef tuple selected
+    if included is not None:
+        selected = select(included_index(included), scope)
+        if selected is not None:
+            return selected[0], selected[2]
+    return api_router_matches(router, scope)
+
+
+def router_handle(router, dict scope, receive, send):
+    """`MsgspecRouter.handle`: the selected route of this inclusion, through its index."""
+    cdef object included = serving_inclusion(router, scope)
+    cdef tuple selected
+    if included is not None:
+        selected = select(included_index(included), scope)
+        if selected is not None and selected[1] is not None:
+            return dispatch(selected, scope, receive, send)
+    return api_router_handle(router, scope, receive, send)

@@ -40,7 +40,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import msgspec
-from fastapi.routing import APIRoute
+from fastapi.routing import APIRoute, APIRouter
 from starlette.concurrency import run_in_threadpool
 from starlette.convertors import StringConvertor
 from starlette.requests import cookie_parser
@@ -48,7 +48,9 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from ._errors import handle_route_exception
+from ._routing import build_included_index
 from ._shared import (
+    ABSENT,
     BODYLESS_STATUSES,
     CONTAINER_DICT,
     CONTAINER_LIST,
@@ -56,8 +58,13 @@ from ._shared import (
     CONTAINER_TUPLE,
     CONTENT_LENGTH,
     DIRECT_ATTR,
+    ENTRY_FALLBACK,
+    ENTRY_MATCHER,
+    ENTRY_ROUTE,
     FAST_DIGITS_MAX,
     FASTAPI_SCOPE_KEY,
+    INCLUDED_ROUTER_KEY,
+    INDEX_ATTR,
     JSON_CONTENT_TYPE,
     MATCH_FULL,
     MATCH_NONE,
@@ -70,9 +77,13 @@ from ._shared import (
     PARAM_PATH,
     PARAM_QUERY,
     ROUTE_CONTEXT_KEY,
+    ROUTES_GENERATION,
+    SEGMENT_ANY,
+    TELEMETRY_SCOPE_KEY,
     ClientDisconnect,
     PreparedResponse,
     RequestValidationError,
+    apply_form_limits,
     body_invalid,
     body_missing,
     body_too_large,
@@ -80,7 +91,9 @@ from ._shared import (
     malformed_json,
     nested_too_deeply,
     response_invalid,
+    route_selected,
     unsupported_media_type,
+    update_scope,
 )
 
 IMPLEMENTATION = "pure"
@@ -532,3 +545,267 @@ def parse_cookies(headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
         if name == b"cookie":
             cookies.update(cookie_parser(value.decode("latin-1")))
     return cookies
+
+
+# -- dispatch --------------------------------------------------------------------------
+#
+# The route index (built by `_routing` once per version of the route table) narrows the
+# routes a request could reach; the entries it yields are then tried in registration
+# order with FastAPI's own test, so the first full match wins and the first partial
+# match gives the 405, exactly as in FastAPI's loop. Whatever the index cannot decide
+# (no candidate, a candidate only FastAPI can handle, a path ending in a newline) goes
+# to FastAPI's own route loop, which then also does redirect_slashes, low-priority
+# routes and the 404.
+
+
+class IndexNode:
+    """One segment position of the route trie: literal children by text, then params."""
+
+    __slots__ = ("ends", "kind", "literals", "params", "tails")
+
+    def __init__(self) -> None:
+        self.literals: dict[str, IndexNode] = {}
+        self.params: list[IndexNode] = []
+        self.ends: list[int] = []
+        self.tails: list[int] = []
+        self.kind = SEGMENT_ANY  # how the parameter edge into this node narrows
+
+
+class IndexEntry:
+    """One route of a flattened route table, with what testing and handling it needs."""
+
+    __slots__ = (
+        "chain_limits",
+        "context",
+        "direct",
+        "included",
+        "is_mount",
+        "kind",
+        "matcher",
+        "path_format",
+        "position",
+        "route",
+    )
+
+    def __init__(self) -> None:
+        self.position = 0
+        self.kind = ENTRY_FALLBACK
+        self.route: Any = None
+        self.context: Any = None
+        self.matcher: Any = None
+        self.direct: Any = None
+        self.included: Any = None
+        self.chain_limits: tuple[dict[str, Any], ...] = ()
+        self.path_format: str | None = None
+        self.is_mount = False
+
+
+class RouteIndex:
+    """The index of one route table: a trie of path shapes plus the always-candidates."""
+
+    __slots__ = ("always", "entries", "form_limits", "generation", "root", "snapshot")
+
+    def __init__(self) -> None:
+        self.root = IndexNode()
+        self.always: list[int] = []
+        self.entries: list[IndexEntry] = []
+        self.generation = -1
+        self.snapshot: list[Any] | None = None
+        self.form_limits: dict[str, Any] = {}
+
+
+def collect(node: IndexNode, segments: list[str], i: int, found: list[int]) -> None:
+    """Add the positions of every route whose path shape accepts `segments[i:]`."""
+    count = len(segments)
+    while i < count:
+        segment = segments[i]
+        if node.tails:
+            found.extend(node.tails)  # a path parameter takes the rest, even ""
+        if segment:
+            for child in node.params:
+                if child.kind == SEGMENT_ANY or (segment.isascii() and segment.isdigit()):
+                    collect(child, segments, i + 1, found)
+        following = node.literals.get(segment)
+        if following is None:
+            return
+        node = following
+        i += 1
+    found.extend(node.ends)
+
+
+def candidates(index: RouteIndex, path: str) -> list[int] | None:
+    """Positions of the routes that could match `path`, in registration order.
+
+    None where the index cannot narrow: a regex's `$` also matches before a final
+    newline, which a segment walk would not reproduce.
+    """
+    if path.endswith("\n"):
+        return None
+    found = list(index.always)
+    collect(index.root, path.split("/"), 0, found)
+    if len(found) > 1:
+        found.sort()
+    return found
+
+
+def match_entry(entry: IndexEntry, scope: Scope) -> tuple[Any, dict[str, Any]]:
+    """FastAPI's test of one route, as its route loop would run it."""
+    kind = entry.kind
+    if kind == ENTRY_MATCHER:
+        return entry.matcher.match(scope)  # type: ignore[no-any-return]
+    if kind == ENTRY_ROUTE:
+        return entry.route.matches(scope)  # type: ignore[no-any-return]
+    # An included APIRoute matches with its inclusion context in the scope, set and
+    # restored around the test as FastAPI's inclusion does.
+    fastapi_scope = scope.setdefault(FASTAPI_SCOPE_KEY, {})
+    previous = fastapi_scope.get(ROUTE_CONTEXT_KEY, ABSENT)
+    fastapi_scope[ROUTE_CONTEXT_KEY] = entry.context
+    try:
+        return entry.route.matches(scope)  # type: ignore[no-any-return]
+    finally:
+        fastapi_scope = scope.get(FASTAPI_SCOPE_KEY)
+        if type(fastapi_scope) is dict:
+            if previous is ABSENT:
+                fastapi_scope.pop(ROUTE_CONTEXT_KEY, None)
+            else:
+                fastapi_scope[ROUTE_CONTEXT_KEY] = previous
+
+
+def select(index: RouteIndex, scope: Scope) -> tuple[Any, Any, dict[str, Any]] | None:
+    """(match, entry, child scope) of the route FastAPI's loop would pick, or None.
+
+    A match of MATCH_NONE (entry None) when no route matches; None hands the request to
+    FastAPI, where a route only FastAPI can handle comes up, or the index cannot narrow.
+    """
+    path = scope["path"]
+    if scope.get("root_path"):
+        path = get_route_path(scope)
+    found = candidates(index, path)
+    if found is None:
+        return None
+    entries = index.entries
+    partial = None
+    for position in found:
+        entry = entries[position]
+        if entry.kind == ENTRY_FALLBACK:
+            return None
+        match, child_scope = match_entry(entry, scope)
+        if match is MATCH_FULL:
+            return match, entry, child_scope
+        if match is MATCH_PARTIAL and partial is None:
+            partial = (match, entry, child_scope)
+    if partial is None:
+        return MATCH_NONE, None, {}
+    return partial
+
+
+def dispatch(
+    selected: tuple[Any, IndexEntry, dict[str, Any]], scope: Scope, receive: Receive, send: Send
+) -> Awaitable[None]:
+    """Hand the request to the selected route, the scope set as FastAPI's router sets it."""
+    match, entry, child_scope = selected
+    if entry.kind == ENTRY_ROUTE:
+        # The application's loop: merge the child scope, report, handle.
+        update_scope(scope, child_scope)
+        if scope.get(TELEMETRY_SCOPE_KEY) is not None:
+            route_selected(scope=scope, path=entry.path_format, mount=entry.is_mount)
+        return entry.route.handle(scope, receive, send)  # type: ignore[no-any-return]
+    # An included route: what each inclusion's handle and the innermost selection do.
+    fastapi_scope = scope.setdefault(FASTAPI_SCOPE_KEY, {})
+    for limits in entry.chain_limits:
+        apply_form_limits(scope, limits)
+    if entry.included is not None:
+        fastapi_scope[INCLUDED_ROUTER_KEY] = entry.included
+    scope.update(child_scope)
+    if scope.get(TELEMETRY_SCOPE_KEY) is not None:
+        route_selected(scope=scope, path=entry.path_format, mount=False)
+    fastapi_scope[ROUTE_CONTEXT_KEY] = entry.context
+    scope["route"] = entry.route
+    if entry.direct is not None and match is MATCH_FULL:
+        return entry.direct(scope, receive, send)  # type: ignore[no-any-return]
+    return entry.route.handle(scope, receive, send)  # type: ignore[no-any-return]
+
+
+class AppDispatcher:
+    """The application router's route loop, through the index (see `install_dispatch`).
+
+    `fallback` is FastAPI's own loop, `rebuild()` builds the index of the current table.
+    """
+
+    __slots__ = ("fallback", "index", "installed_on", "rebuild")
+
+    def __init__(self, router: Any, fallback: Any, rebuild: Any) -> None:
+        self.installed_on = router
+        self.fallback = fallback
+        self.rebuild = rebuild
+        self.index: RouteIndex | None = None
+
+    def current_index(self) -> RouteIndex:
+        index = self.index
+        if (
+            index is None
+            or index.generation != ROUTES_GENERATION.value
+            or self.installed_on.routes != index.snapshot
+        ):
+            index = self.index = self.rebuild()
+        return index
+
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        if scope["type"] != "http":
+            return self.fallback(scope, receive, send)  # type: ignore[no-any-return]
+        index = self.current_index()
+        selected = select(index, scope)
+        if selected is None or selected[1] is None:
+            # Redirects, low-priority routes and the 404 are FastAPI's.
+            return self.fallback(scope, receive, send)  # type: ignore[no-any-return]
+        if index.form_limits:
+            apply_form_limits(scope, index.form_limits)
+        if "router" not in scope:
+            scope["router"] = self.installed_on
+        return dispatch(selected, scope, receive, send)
+
+
+# What `_routing` builds this twin's indexes from.
+INDEX_CLASSES = (RouteIndex, IndexEntry, IndexNode, RouteMatcher)
+
+
+def included_index(included: Any) -> RouteIndex:
+    """The index of one inclusion of a MsgspecRouter, rebuilt when routes change."""
+    index = getattr(included, INDEX_ATTR, None)
+    if index is None or index.generation != ROUTES_GENERATION.value:
+        index = build_included_index(included, INDEX_CLASSES)
+        setattr(included, INDEX_ATTR, index)
+    return index  # type: ignore[no-any-return]
+
+
+def serving_inclusion(router: Any, scope: Scope) -> Any:
+    """The inclusion of `router` FastAPI is matching or handling, for HTTP; else None."""
+    if scope["type"] != "http":
+        return None
+    fastapi_scope = scope.get(FASTAPI_SCOPE_KEY)
+    if fastapi_scope is None:
+        return None
+    included = fastapi_scope.get(INCLUDED_ROUTER_KEY)
+    if included is None or getattr(included, "original_router", None) is not router:
+        return None
+    return included
+
+
+def router_matches(router: Any, scope: Scope) -> tuple[Any, dict[str, Any]]:
+    """`MsgspecRouter.matches`: this inclusion's candidates through its index."""
+    included = serving_inclusion(router, scope)
+    if included is not None:
+        selected = select(included_index(included), scope)
+        if selected is not None:
+            return selected[0], selected[2]
+    return APIRouter.matches(router, scope)  # type: ignore[no-any-return]
+
+
+def router_handle(router: Any, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+    """`MsgspecRouter.handle`: the selected route of this inclusion, through its index."""
+    included = serving_inclusion(router, scope)
+    if included is not None:
+        selected = select(included_index(included), scope)
+        if selected is not None and selected[1] is not None:
+            return dispatch(selected, scope, receive, send)
+    return APIRouter.handle(router, scope, receive, send)  # type: ignore[no-any-return]

@@ -14,7 +14,16 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.routing import Match
 
-from ._compat import FASTAPI_SCOPE_KEY, ROUTE_CONTEXT_KEY, get_route_path
+from ._compat import (
+    FASTAPI_SCOPE_KEY,
+    INCLUDED_ROUTER_KEY,
+    ROUTE_CONTEXT_KEY,
+    TELEMETRY_SCOPE_KEY,
+    apply_form_limits,
+    get_route_path,
+    route_selected,
+    update_scope,
+)
 
 MATCH_FULL = Match.FULL
 MATCH_PARTIAL = Match.PARTIAL
@@ -66,6 +75,48 @@ FAST_DIGITS_MAX = 18
 # direct tier) its ASGI app, for the route's `matches` and `handle` to find per request.
 MATCHER_ATTR = "_msgspec_matcher"
 DIRECT_ATTR = "_msgspec_direct_app"
+
+
+# -- dispatch (the route index; see `_routing`) --------------------------------------
+
+# How an index entry is tested and handled per request.
+ENTRY_ROUTE = 0  # a route of the application's own table: its `matches` and `handle`
+ENTRY_MATCHER = 1  # an included MsgspecRoute: its context's prepared matcher
+ENTRY_CONTEXT = 2  # another included APIRoute: its `matches` with the context in scope
+ENTRY_FALLBACK = 3  # anything else included: reaching it hands the request to FastAPI
+
+# How a parameter segment of a route path narrows the request segments it accepts; a
+# superset of what the convertor's regex accepts, the regex deciding afterwards.
+SEGMENT_ANY = 0  # any non-empty segment (str, float, uuid)
+SEGMENT_DIGITS = 1  # ASCII digits only (int)
+
+# Where registration leaves an inclusion's own index, for MsgspecRouter.matches/handle.
+INDEX_ATTR = "_msgspec_index"
+
+
+class Generation:
+    """A counter bumped whenever FastAPI changes the routes of a watched router."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+    def bump(self) -> None:
+        self.value += 1
+
+
+# One counter for every index: any change anywhere rebuilds indexes lazily.
+ROUTES_GENERATION = Generation()
+
+
+class Absent:
+    """The marker for a scope entry that was not there before matching set it."""
+
+    __slots__ = ()
+
+
+ABSENT = Absent()
 
 
 def unsupported_media_type() -> HTTPException:
@@ -133,10 +184,15 @@ class NoResponse(Response):
 
 __all__ = [
     "FASTAPI_SCOPE_KEY",
+    "INCLUDED_ROUTER_KEY",
     "ROUTE_CONTEXT_KEY",
+    "TELEMETRY_SCOPE_KEY",
     "ClientDisconnect",
     "HTTPException",
     "RequestValidationError",
     "ResponseValidationError",
+    "apply_form_limits",
     "get_route_path",
+    "route_selected",
+    "update_scope",
 ]

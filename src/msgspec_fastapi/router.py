@@ -24,6 +24,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from . import _compat, _impl
+from ._impl import router_handle, router_matches
 from ._openapi import merge_components, route_openapi
 from ._params import direct_param_specs, prepare_dependant
 from ._plan import DirectPlan, EndpointSpec, RoutePlan, analyze_endpoint, literal_path
@@ -251,6 +252,11 @@ class MsgspecRouter(APIRouter):
             self.max_body_size = limit
         super().__init__(*args, **kwargs)
         self.msgspec_components: dict[str, Any] = {}
+
+    # Per request, FastAPI's loop asks each inclusion's router whether it has the route
+    # and then to handle it; both go through the inclusion's route index (`_routing`).
+    matches = router_matches  # type: ignore[assignment]
+    handle = router_handle  # type: ignore[assignment]
 
     def include_router(self, router: APIRouter, *args: Any, **kwargs: Any) -> None:
         if isinstance(router, MsgspecRouter):
