@@ -241,7 +241,9 @@ class _Builder:
         entry.included = included
         entry.chain_limits = chain_limits
         entry.path_format = context.path_format
-        self.add(entry, path_shape(context.path_format, context.path_regex, context.param_convertors))
+        self.add(
+            entry, path_shape(context.path_format, context.path_regex, context.param_convertors)
+        )
 
     def add_fallback(self, shape: list[tuple[int, str]] | None) -> None:
         entry = self.entry_class()
