@@ -3,8 +3,8 @@
 A `Table` describes one application: routes on the app itself, routers (MsgspecRouter and
 APIRouter) included with prefixes and nested, mounts, StaticFiles, hosts, websockets, a
 custom BaseRoute, an app `root_path`, and operations that run after `install_dispatch`.
-`build` turns a table into a FastAPI app; called twice it gives two apps that differ only
-in what the caller does to one of them. Every endpoint answers with its id and the path
+`build` turns a table into a FastAPI app: the oracle (FastAPI's routing), or the app
+routed by the index (`dispatch=True`: the package's classes and install_dispatch). Every endpoint answers with its id and the path
 parameters it got, and records its id (and every auth dependency its tag) in the app's
 log, so the endpoint that ran is visible twice over.
 
@@ -27,22 +27,25 @@ import uuid
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from types import ModuleType
 from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Request
+from fastapi.routing import APIRoute, APIWebSocketRoute
 from fastapi.staticfiles import StaticFiles
 from hypothesis import strategies as st
 from raw_asgi import scope_for
 from starlette.convertors import CONVERTOR_TYPES, Convertor, register_url_convertor
 from starlette.responses import JSONResponse, PlainTextResponse
-from starlette.routing import BaseRoute, Match, Route, Router
+from starlette.routing import BaseRoute, Host, Match, Mount, Route, Router, WebSocketRoute
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from msgspec_fastapi import MsgspecRouter, _compat
+from msgspec_fastapi import MsgspecRoute, MsgspecRouter, _compat, _impl, install_dispatch
+from msgspec_fastapi._routing import install_dispatch_with
 from msgspec_fastapi.router import route_class_for
 
 
@@ -379,9 +382,46 @@ class Built:
     routers: dict[str, APIRouter] = field(default_factory=dict)
 
 
+@cache
+def router_classes(twin: ModuleType, dispatch: bool) -> tuple[type[MsgspecRouter], type[APIRoute]]:
+    """The MsgspecRouter and route classes of one build, on `twin`.
+
+    The oracle's routers and routes match as FastAPI's APIRouter and APIRoute do (the
+    index inside MsgspecRouter is on whether or not install_dispatch runs); their routes
+    still run on the twin. The dispatch build uses the package's classes as they are
+    for the twin `_impl` picked, and subclasses bound to the other twin.
+    """
+    if not dispatch:
+
+        class OracleRoute(route_class_for(twin)):  # type: ignore[misc]
+            matches = APIRoute.matches
+
+        class OracleRouter(MsgspecRouter):
+            matches = APIRouter.matches  # type: ignore[assignment]
+            handle = APIRouter.handle  # type: ignore[assignment]
+
+        return OracleRouter, OracleRoute
+    if twin is _impl.twin:
+        return MsgspecRouter, MsgspecRoute
+
+    class TwinRouter(MsgspecRouter):
+        matches = twin.router_matches
+        handle = twin.router_handle
+
+    return TwinRouter, route_class_for(twin)
+
+
+def install(app: FastAPI, twin: ModuleType) -> None:
+    """install_dispatch itself for the twin `_impl` picked; for the other twin, with it."""
+    if twin is _impl.twin:
+        install_dispatch(app)
+    else:
+        install_dispatch_with(app, twin)
+
+
 class _Builder:
-    def __init__(self, twin: ModuleType, static_dir: Path, log: list[str]) -> None:
-        self.route_class = route_class_for(twin)
+    def __init__(self, twin: ModuleType, dispatch: bool, static_dir: Path, log: list[str]) -> None:
+        self.router_class, self.route_class = router_classes(twin, dispatch)
         self.static_dir = static_dir
         self.log = log
         self.routers: dict[str, APIRouter] = {}
@@ -400,7 +440,7 @@ class _Builder:
         deps = self.auth(spec.rid) if spec.auth else None
         router: APIRouter
         if spec.msgspec:
-            router = MsgspecRouter(
+            router = self.router_class(
                 prefix=str(spec.prefix), dependencies=deps, route_class=self.route_class
             )
         else:
@@ -460,16 +500,22 @@ class _Builder:
             target.routes.append(CustomRoute(item.rid, item.word, log))
 
 
-def build(table: Table, twin: ModuleType, static_dir: Path) -> Built:
-    """The app `table` describes, its MsgspecRouters running on `twin`; no late items yet."""
+def build(table: Table, twin: ModuleType, static_dir: Path, dispatch: bool = False) -> Built:
+    """The app `table` describes, on `twin`, without its late items.
+
+    With `dispatch` the app's MsgspecRouters route through the index and
+    install_dispatch runs before `build` returns; without, routing is FastAPI's own.
+    """
     log: list[str] = []
     with warnings.catch_warnings():
         # Deprecated in favour of the server's root path (0.16x), still honoured.
         warnings.simplefilter("ignore")
         app = FastAPI(root_path=table.root_path, redirect_slashes=table.redirect_slashes)
-    builder = _Builder(twin, static_dir, log)
+    builder = _Builder(twin, dispatch, static_dir, log)
     for item in table.items:
         builder.add(app, item)
+    if dispatch:
+        install(app, twin)
     built = Built(app, log, builder.routers)
     built.builder = builder  # type: ignore[attr-defined]
     return built
@@ -527,6 +573,10 @@ class Outcome:
         return "\n".join(lines)
 
 
+ROUTE_KINDS = (MsgspecRoute, APIRoute, APIWebSocketRoute, Route, WebSocketRoute, Mount, Host)
+ROUTE_KINDS += (BaseRoute,)
+
+
 def _norm(value: Any) -> Any:
     """A comparable stand-in for a scope value: objects by their id or type, not identity."""
     if isinstance(value, dict):
@@ -541,8 +591,10 @@ def _norm(value: Any) -> Any:
     if diff_id is not None:
         return ["app", diff_id]
     if isinstance(value, BaseRoute):
+        # By kind, not class: the two builds use different subclasses of MsgspecRoute.
+        kind = next(k for k in ROUTE_KINDS if isinstance(value, k)).__name__
         endpoint = getattr(value, "endpoint", None)
-        return [type(value).__name__, getattr(value, "path", None), _norm(endpoint)]
+        return [kind, getattr(value, "path", None), _norm(endpoint)]
     name = getattr(value, "__name__", None)
     if name is not None and callable(value):
         return ["callable", getattr(value, "__qualname__", name)]

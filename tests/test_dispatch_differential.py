@@ -1,8 +1,10 @@
 """`install_dispatch` routes every request exactly as FastAPI does.
 
 Each hypothesis example is a route table (tests/route_tables.py) and requests aimed at
-it. The table is built twice per twin: once plain, where FastAPI's own route loop is the
-oracle, and once with `install_dispatch(app)`. Every request goes to both; the ASGI
+it. The table is built twice per twin: once as the oracle, where routing is FastAPI's own
+(MsgspecRouter and its routes matching as APIRouter and APIRoute do: the package's
+MsgspecRouter routes through its index even without install_dispatch), and once with
+the package's classes and `install_dispatch(app)`. Every request goes to both; the ASGI
 messages (status, all headers in order, body), any escaping exception, the log of which
 endpoints and auth dependencies ran, and what routing left in the scope (endpoint, route,
 inclusion, path parameters) must be identical. Some items are added after the install
@@ -39,13 +41,9 @@ from route_tables import (
     make_static_dir,
 )
 
-import msgspec_fastapi
 from msgspec_fastapi._impl import load_twin
 
-Install = Callable[[FastAPI], Any]
-
-INSTALL: Install | None = getattr(msgspec_fastapi, "install_dispatch", None)
-needs_dispatch = pytest.mark.skipif(INSTALL is None, reason="install_dispatch not available")
+Spoil = Callable[[FastAPI], Any]
 
 PURE = load_twin("pure")
 COMPILED = load_twin("compiled")
@@ -73,10 +71,6 @@ def test_compiled_twin_loaded() -> None:
     assert [t.IMPLEMENTATION for t in TWINS] == ["pure", "compiled"]
 
 
-def no_install(app: FastAPI) -> None:
-    """The harness against itself: two identically built apps, both plain FastAPI."""
-
-
 class Divergence(AssertionError):
     pass
 
@@ -95,15 +89,22 @@ def _describe(case: Case, twin: str, phase: str, call: Call, expected: Any, got:
     )
 
 
-def run_case(case: Case, install: Install, static_dir: Path) -> int:
-    """Compare every request of `case` on every twin; the number of requests compared."""
+def run_case(
+    case: Case, static_dir: Path, dispatch: bool = True, spoil: Spoil | None = None
+) -> int:
+    """Compare every request of `case` on every twin; the number of requests compared.
+
+    The oracle is FastAPI's routing; the other app routes through the index (`dispatch`)
+    or, to check the harness, is a second oracle, possibly spoiled after it is built.
+    """
 
     async def run() -> int:
         compared = 0
         for twin in TWINS:
             oracle = build(case.table, twin, static_dir)
-            candidate = build(case.table, twin, static_dir)
-            install(candidate.app)
+            candidate = build(case.table, twin, static_dir, dispatch)
+            if spoil is not None:
+                spoil(candidate.app)
             for phase, batch in (("before", case.before), ("after", case.after)):
                 if phase == "after":
                     add_late(oracle, case.table)
@@ -135,20 +136,17 @@ differential = settings(
 @given(case=cases())
 def test_harness_against_itself(case: Case, static_dir: Path) -> None:
     """Two plain builds of one table answer alike: nothing in the comparison is noise."""
-    _count("harness", run_case(case, no_install, static_dir))
+    _count("harness", run_case(case, static_dir, dispatch=False))
 
 
-@needs_dispatch
 @differential
 @given(case=cases())
 def test_dispatch_matches_fastapi(case: Case, static_dir: Path) -> None:
-    assert INSTALL is not None
-    _count("dispatch", run_case(case, INSTALL, static_dir))
+    _count("dispatch", run_case(case, static_dir))
 
 
 @pytest.mark.fuzz_routing
 @pytest.mark.skipif(not LONG_EXAMPLES, reason="long mode: set MSGSPEC_FASTAPI_DIFF_EXAMPLES")
-@needs_dispatch
 @settings(
     max_examples=max(LONG_EXAMPLES, 1),
     deadline=None,
@@ -156,8 +154,7 @@ def test_dispatch_matches_fastapi(case: Case, static_dir: Path) -> None:
 )
 @given(case=cases())
 def test_dispatch_matches_fastapi_long(case: Case, static_dir: Path) -> None:
-    assert INSTALL is not None
-    _count("long", run_case(case, INSTALL, static_dir))
+    _count("long", run_case(case, static_dir))
 
 
 # --- the harness sees misroutes ----------------------------------------------------------
@@ -193,18 +190,18 @@ AUTH = Table(
 
 
 @pytest.mark.parametrize(
-    ("table", "call", "broken"),
+    ("table", "call", "spoil"),
     [
         (ORDER, Call("GET", b"/items/new"), reversed_top_level),
         (ORDER, Call("GET", b"/items/7"), reversed_top_level),
         (AUTH, Call("GET", b"/items"), dropped_include_dependencies),
     ],
 )
-def test_a_misroute_is_caught(table: Table, call: Call, broken: Install, static_dir: Path) -> None:
+def test_a_misroute_is_caught(table: Table, call: Call, spoil: Spoil, static_dir: Path) -> None:
     case = Case(table, (call,), ())
-    assert run_case(case, no_install, static_dir) == len(TWINS)
+    assert run_case(case, static_dir, dispatch=False) == len(TWINS)
     with pytest.raises(Divergence, match="routing differs"):
-        run_case(case, broken, static_dir)
+        run_case(case, static_dir, dispatch=False, spoil=spoil)
 
 
 def test_report_counts() -> None:
