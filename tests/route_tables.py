@@ -4,9 +4,10 @@ A `Table` describes one application: routes on the app itself, routers (MsgspecR
 APIRouter) included with prefixes and nested, mounts, StaticFiles, hosts, websockets, a
 custom BaseRoute, an app `root_path`, and operations that run after `install_dispatch`.
 `build` turns a table into a FastAPI app: the oracle (FastAPI's routing), or the app
-routed by the index (`dispatch=True`: the package's classes and install_dispatch). Every endpoint answers with its id and the path
-parameters it got, and records its id (and every auth dependency its tag) in the app's
-log, so the endpoint that ran is visible twice over.
+routed by the index (`dispatch=True`: the package's classes and install_dispatch).
+Every endpoint answers with its id and the path parameters it got, and records its id
+(and every auth dependency its tag) in the app's log, so the endpoint that ran is
+visible twice over.
 
 `exchange` sends one `Call` to an app and returns everything observable: the ASGI messages
 sent (all keys, headers in order), the exception that escaped if any, the log, and a
