@@ -78,7 +78,13 @@ LITERALS = ("items", "new", "users", "me", "a", "static", "ws")
 HTTP_METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD")
 AUTH_HEADER = (b"x-auth", b"ok")
 HOSTS = ("api.test", "{sub}.test")
-STATIC_FILES = {"a.txt": b"static a\n", "d/b.txt": b"static b\n"}
+STATIC_FILES = {
+    "a.txt": b"static a\n",
+    "d/b.txt": b"static b\n",
+    "front/index.html": b"<html>front</html>\n",
+    "front/app.js": b"// front\n",
+}
+FRONT_FILES = ("index.html", "app.js", "missing.js", "deep/page")
 
 
 # --- tables -------------------------------------------------------------------------------
@@ -181,6 +187,14 @@ class Custom:
 
 
 @dataclass(frozen=True)
+class Frontend:
+    """`router.frontend(path, directory=...)`: FastAPI's low-priority routes."""
+
+    rid: str
+    path: PathT
+
+
+@dataclass(frozen=True)
 class RouterT:
     rid: str
     msgspec: bool
@@ -206,7 +220,7 @@ class Reinclude:
     prefix: PathT
 
 
-Item = Api | Plain | Ws | Sub | Static | HostT | Custom | Include | Reinclude
+Item = Api | Plain | Ws | Sub | Static | HostT | Custom | Frontend | Include | Reinclude
 
 
 @dataclass(frozen=True)
@@ -277,6 +291,8 @@ def _render_items(parent: str, items: Sequence[Item], indent: str) -> list[str]:
         elif isinstance(item, HostT):
             paths = [str(p) for p in item.routes]
             lines.append(f"{indent}{parent}.host({item.host!r}, Router({item.rid}: {paths}))")
+        elif isinstance(item, Frontend):
+            lines.append(f"{indent}{parent}.frontend({str(item.path) or '/'!r})  # {item.rid}")
         else:
             lines.append(f"{indent}{parent}.routes.append(Custom({item.rid}, {item.word!r}))")
     return lines
@@ -497,6 +513,9 @@ class _Builder:
             host_app = self.echo_router(item.rid, item.routes)
             host_app.diff_id = item.rid  # type: ignore[attr-defined]
             target.host(item.host, host_app)
+        elif isinstance(item, Frontend):
+            router = getattr(target, "router", target)
+            router.frontend(str(item.path) or "/", directory=self.static_dir / "front")
         else:
             target.routes.append(CustomRoute(item.rid, item.word, log))
 
@@ -549,9 +568,12 @@ class Call:
     host: bytes = b"test"
     auth: bool = False
     root_path: str = ""
+    html: bool = False  # accept: text/html, a navigation request for frontend routes
 
     def scope(self) -> dict[str, Any]:
         headers = [AUTH_HEADER] if self.auth else []
+        if self.html:
+            headers.append((b"accept", b"text/html"))
         scope = scope_for("GET" if self.method == "WS" else self.method, self.target, headers)
         scope["headers"] = [(b"host", self.host), *headers]
         scope["root_path"] = self.root_path
@@ -676,9 +698,12 @@ def _segment(draw: st.DrawFn, ids: _Ids, last: bool) -> Segment:
 
 
 @st.composite
-def path_templates(draw: st.DrawFn, ids: _Ids, max_size: int = 3) -> PathT:
+def path_templates(draw: st.DrawFn, ids: _Ids, max_size: int = 3, params: bool = True) -> PathT:
     size = draw(st.integers(0, max_size))
-    segments = tuple(draw(_segment(ids, i == size - 1)) for i in range(size))
+    if params:
+        segments = tuple(draw(_segment(ids, i == size - 1)) for i in range(size))
+    else:
+        segments = tuple(draw(st.sampled_from(LITERALS)) for _ in range(size))
     slash = draw(st.booleans()) if segments else True
     if segments and isinstance(segments[-1], Param) and segments[-1].conv == "path":
         slash = False
@@ -700,7 +725,7 @@ METHOD_SETS = st.lists(st.sampled_from(HTTP_METHODS), min_size=1, max_size=2, un
 @st.composite
 def _route_item(draw: st.DrawFn, ids: _Ids, prefixed: bool, known_paths: list[PathT]) -> Item:
     kinds = ["api"] * 7 + ["same_path"] * 2 + ["plain", "ws", "ws", "sub", "static", "host"]
-    kind = draw(st.sampled_from([*kinds, "custom"]))
+    kind = draw(st.sampled_from([*kinds, "custom", "frontend"]))
 
     def route_path(may_be_empty: bool = False) -> PathT:
         # "" only where the router's own prefix comes first: FastAPI refuses a route
@@ -739,6 +764,8 @@ def _route_item(draw: st.DrawFn, ids: _Ids, prefixed: bool, known_paths: list[Pa
         host = draw(st.sampled_from(HOSTS)).replace("{sub}", f"{{{ids('h')}}}")
         sub_paths = tuple(draw(st.lists(path_templates(ids, 2), min_size=1, max_size=2)))
         return HostT(ids("h"), host, sub_paths)
+    if kind == "frontend":
+        return Frontend(ids("n"), draw(path_templates(ids, 1, params=False)))
     return Custom(ids("c"), draw(st.sampled_from(LITERALS)))
 
 
@@ -852,6 +879,12 @@ def _targets(items: Sequence[Item], prefix: PathT, out: list[Target]) -> None:
         elif isinstance(item, HostT):
             host = re.sub(r"\{[^}]*\}", "x", item.host)
             out += [Target(prefix.join(p), host=host) for p in item.routes]
+        elif isinstance(item, Frontend):
+            base = prefix.join(PathT(item.path.segments))
+            out += [
+                Target(base.join(PathT(tuple(n.split("/")))), ("GET", "HEAD")) for n in FRONT_FILES
+            ]
+            out.append(Target(base))
         else:
             out.append(Target(prefix.join(PathT(("x", item.word)))))
 
@@ -953,7 +986,8 @@ def calls(draw: st.DrawFn, table: Table, targets: Sequence[Target]) -> Call:
         method = "WS" if target.websocket else draw(st.sampled_from(target.methods))
     else:
         method = draw(st.sampled_from(("GET", *HTTP_METHODS, "WS", "TRACE")))
-    return Call(method, path.encode(), host.encode(), not _chance(draw, 3), root_path)
+    auth = not _chance(draw, 3)
+    return Call(method, path.encode(), host.encode(), auth, root_path, _chance(draw, 3))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ endpoints and auth dependencies ran, and what routing left in the scope (endpoin
 inclusion, path parameters) must be identical. Some items are added after the install
 call, between two batches of requests.
 
-MSGSPEC_FASTAPI_DIFF_EXAMPLES=N runs the long mode (`make fuzz-routing`) with N examples.
+MSGSPEC_FASTAPI_DIFF_CASES=N runs the long mode (`make fuzz-routing`): at least N cases,
+a case being one request compared on one twin.
 """
 
 from __future__ import annotations
@@ -49,7 +50,9 @@ PURE = load_twin("pure")
 COMPILED = load_twin("compiled")
 TWINS: list[ModuleType] = [t for t in (PURE, COMPILED) if t is not None]
 
-LONG_EXAMPLES = int(os.environ.get("MSGSPEC_FASTAPI_DIFF_EXAMPLES") or 0)
+# Long mode: at least this many cases (a case: one request compared on one twin).
+LONG_CASES = int(os.environ.get("MSGSPEC_FASTAPI_DIFF_CASES") or 0)
+LONG_CALLS = 20  # requests per batch at least, in long mode
 NORMAL_EXAMPLES = 150
 HARNESS_EXAMPLES = 40
 
@@ -146,15 +149,24 @@ def test_dispatch_matches_fastapi(case: Case, static_dir: Path) -> None:
 
 
 @pytest.mark.fuzz_routing
-@pytest.mark.skipif(not LONG_EXAMPLES, reason="long mode: set MSGSPEC_FASTAPI_DIFF_EXAMPLES")
+@pytest.mark.skipif(not LONG_CASES, reason="long mode: set MSGSPEC_FASTAPI_DIFF_CASES")
 @settings(
-    max_examples=max(LONG_EXAMPLES, 1),
+    # Every example compares at least LONG_CALLS requests on every twin.
+    max_examples=max(1, -(-LONG_CASES // (LONG_CALLS * len(TWINS)))),
     deadline=None,
     suppress_health_check=list(HealthCheck),
 )
-@given(case=cases())
+@given(case=cases(min_calls=LONG_CALLS, max_calls=30))
 def test_dispatch_matches_fastapi_long(case: Case, static_dir: Path) -> None:
     _count("long", run_case(case, static_dir))
+
+
+@pytest.mark.fuzz_routing
+@pytest.mark.skipif(not LONG_CASES, reason="long mode: set MSGSPEC_FASTAPI_DIFF_CASES")
+def test_long_mode_compared_enough() -> None:
+    """Runs after the long test: it compared the cases asked for."""
+    print(f"long mode: {COMPARED.get('long', 0)} cases compared")
+    assert COMPARED.get("long", 0) >= LONG_CASES
 
 
 # --- the harness sees misroutes ----------------------------------------------------------
