@@ -75,6 +75,9 @@ PY_TYPES: dict[str, Any] = {
     "hex": int,
 }
 LITERALS = ("items", "new", "users", "me", "a", "static", "ws")
+# Literals with characters a regex or a percent-decoder could get wrong: drawn less often.
+ODD_LITERALS = ("v1.0", "café", "a+b", "x%y", "items.json")
+AROUND = (("v", ""), ("", ".json"), ("", "-x"), ("a", "b"))
 HTTP_METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD")
 AUTH_HEADER = (b"x-auth", b"ok")
 HOSTS = ("api.test", "{sub}.test")
@@ -92,11 +95,16 @@ FRONT_FILES = ("index.html", "app.js", "missing.js", "deep/page")
 
 @dataclass(frozen=True)
 class Param:
+    """A path parameter, alone in its segment or with literal text around it."""
+
     conv: str
     name: str
+    before: str = ""
+    after: str = ""
 
     def __str__(self) -> str:
-        return f"{{{self.name}}}" if self.conv == "str" else f"{{{self.name}:{self.conv}}}"
+        inner = self.name if self.conv == "str" else f"{self.name}:{self.conv}"
+        return f"{self.before}{{{inner}}}{self.after}"
 
 
 Segment = str | Param
@@ -693,7 +701,13 @@ def _chance(draw: st.DrawFn, one_in: int) -> bool:
 def _segment(draw: st.DrawFn, ids: _Ids, last: bool) -> Segment:
     if _chance(draw, 3):
         convs = CONVERTORS if last else tuple(c for c in CONVERTORS if c != "path")
-        return Param(draw(st.sampled_from(convs)), ids("p"))
+        conv = draw(st.sampled_from(convs))
+        if conv != "path" and _chance(draw, 5):
+            before, after = draw(st.sampled_from(AROUND))
+            return Param(conv, ids("p"), before, after)
+        return Param(conv, ids("p"))
+    if _chance(draw, 12):
+        return draw(st.sampled_from(ODD_LITERALS))
     return draw(st.sampled_from(LITERALS))
 
 
@@ -824,7 +838,7 @@ def tables(draw: st.DrawFn) -> Table:
 
 # Path parameter values the convertor takes, and ones it refuses.
 GOOD_VALUES: dict[str, tuple[str, ...]] = {
-    "str": ("x", "new", "items", "a b", "é", "-", "a.txt"),
+    "str": ("x", "new", "items", "a b", "é", "-", "a.txt", "50%", "v1.0"),
     "int": ("0", "7", "007", "99999999999999999999"),
     "float": ("1.5", "2", "0.25"),
     "uuid": (
@@ -931,12 +945,15 @@ def _path_for(draw: st.DrawFn, target: Target, miss: str | None) -> str:
     changed = draw(st.sampled_from(literals)) if miss in ("case", "literal") and literals else None
     for i, segment in enumerate(target.path.segments):
         if isinstance(segment, Param):
+            before, after = segment.before, segment.after
             if i == wrong:
                 other = draw(st.sampled_from(CONVERTORS))
                 values = BAD_VALUES[segment.conv] + GOOD_VALUES[other]
+                if (before or after) and draw(st.booleans()):
+                    before, after = after, before
             else:
                 values = GOOD_VALUES[segment.conv]
-            text = draw(st.sampled_from(values))
+            text = before + draw(st.sampled_from(values)) + after
         else:
             text = segment
             if i == changed:
@@ -985,7 +1002,8 @@ def calls(draw: st.DrawFn, table: Table, targets: Sequence[Target]) -> Call:
     if target is not None and not _chance(draw, 4):
         method = "WS" if target.websocket else draw(st.sampled_from(target.methods))
     else:
-        method = draw(st.sampled_from(("GET", *HTTP_METHODS, "WS", "TRACE")))
+        # Servers pass the method on as the client sent it: "get" is not "GET".
+        method = draw(st.sampled_from(("GET", *HTTP_METHODS, "WS", "TRACE", "get", "PROPFIND")))
     auth = not _chance(draw, 3)
     return Call(method, path.encode(), host.encode(), auth, root_path, _chance(draw, 3))
 
