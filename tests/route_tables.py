@@ -77,6 +77,8 @@ PY_TYPES: dict[str, Any] = {
 LITERALS = ("items", "new", "users", "me", "a", "static", "ws")
 # Literals with characters a regex or a percent-decoder could get wrong: drawn less often.
 ODD_LITERALS = ("v1.0", "café", "a+b", "x%y", "items.json")
+BODY_LIMIT = 8
+BODIES = (b"{}", b'{"a": "0123456789"}')  # within the limit, over it
 AROUND = (("v", ""), ("", ".json"), ("", "-x"), ("a", "b"))
 HTTP_METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD")
 AUTH_HEADER = (b"x-auth", b"ok")
@@ -209,6 +211,7 @@ class RouterT:
     prefix: PathT
     auth: bool
     items: tuple[Item, ...]
+    max_body_size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -226,6 +229,7 @@ class Reinclude:
 
     rid: str
     prefix: PathT
+    auth: bool = False
 
 
 Item = Api | Plain | Ws | Sub | Static | HostT | Custom | Frontend | Include | Reinclude
@@ -265,6 +269,8 @@ def _render_items(parent: str, items: Sequence[Item], indent: str) -> list[str]:
             r = item.router
             kind = "MsgspecRouter" if r.msgspec else "APIRouter"
             auth = ", dependencies=[Depends(auth)]" if r.auth else ""
+            if r.max_body_size is not None:
+                auth += f", max_body_size={r.max_body_size}"
             lines.append(f"{indent}{r.rid} = {kind}(prefix={str(r.prefix)!r}{auth})")
             lines += _render_items(r.rid, r.items, indent + "    ")
             auth = ", dependencies=[Depends(auth)]" if item.auth else ""
@@ -272,8 +278,9 @@ def _render_items(parent: str, items: Sequence[Item], indent: str) -> list[str]:
                 f"{indent}{parent}.include_router({r.rid}, prefix={str(item.prefix)!r}{auth})"
             )
         elif isinstance(item, Reinclude):
+            auth = ", dependencies=[Depends(auth)]" if item.auth else ""
             lines.append(
-                f"{indent}{parent}.include_router({item.rid}, prefix={str(item.prefix)!r})"
+                f"{indent}{parent}.include_router({item.rid}, prefix={str(item.prefix)!r}{auth})"
             )
         elif isinstance(item, Api):
             extra = ", dependencies=[Depends(auth)]" if item.auth else ""
@@ -349,7 +356,8 @@ def _plain_endpoint(rid: str, log: list[str]) -> Callable[..., Any]:
     async def endpoint(request: Request) -> JSONResponse:
         log.append(rid)
         params = {k: _plain(v) for k, v in request.path_params.items()}
-        return JSONResponse({"id": rid, "params": params, "path": request.url.path})
+        size = len(await request.body())  # reading is where a body limit bites
+        return JSONResponse({"id": rid, "params": params, "path": request.url.path, "body": size})
 
     endpoint.__name__ = endpoint.__qualname__ = rid
     return endpoint
@@ -462,14 +470,16 @@ class _Builder:
         return Router(routes=routes)
 
     def router(self, spec: RouterT) -> APIRouter:
-        deps = self.auth(spec.rid) if spec.auth else None
+        options: dict[str, Any] = {"prefix": str(spec.prefix)}
+        if spec.auth:
+            options["dependencies"] = self.auth(spec.rid)
+        if spec.max_body_size is not None:
+            options["max_body_size"] = spec.max_body_size
         router: APIRouter
         if spec.msgspec:
-            router = self.router_class(
-                prefix=str(spec.prefix), dependencies=deps, route_class=self.route_class
-            )
+            router = self.router_class(route_class=self.route_class, **options)
         else:
-            router = APIRouter(prefix=str(spec.prefix), dependencies=deps)
+            router = APIRouter(**options)
         self.routers[spec.rid] = router
         for item in spec.items:
             self.add(router, item)
@@ -483,7 +493,10 @@ class _Builder:
             deps = self.auth(item.router.rid + "@include") if item.auth else None
             target.include_router(router, prefix=str(item.prefix), dependencies=deps)
         elif isinstance(item, Reinclude):
-            target.include_router(self.routers[item.rid], prefix=str(item.prefix))
+            deps = self.auth(item.rid + "@reinclude") if item.auth else None
+            target.include_router(
+                self.routers[item.rid], prefix=str(item.prefix), dependencies=deps
+            )
         elif isinstance(item, Api):
             endpoint = (
                 _request_endpoint(item.rid, log)
@@ -577,11 +590,14 @@ class Call:
     auth: bool = False
     root_path: str = ""
     html: bool = False  # accept: text/html, a navigation request for frontend routes
+    body: bytes = b""
 
     def scope(self) -> dict[str, Any]:
         headers = [AUTH_HEADER] if self.auth else []
         if self.html:
             headers.append((b"accept", b"text/html"))
+        if self.body:
+            headers.append((b"content-length", str(len(self.body)).encode()))
         scope = scope_for("GET" if self.method == "WS" else self.method, self.target, headers)
         scope["headers"] = [(b"host", self.host), *headers]
         scope["root_path"] = self.root_path
@@ -663,7 +679,7 @@ async def exchange(built: Built, call: Call) -> Outcome:
         pending: list[dict[str, Any]] = [{"type": "websocket.connect"}]
         closing: dict[str, Any] = {"type": "websocket.disconnect", "code": 1000}
     else:
-        pending = [{"type": "http.request", "body": b"", "more_body": False}]
+        pending = [{"type": "http.request", "body": call.body, "more_body": False}]
         closing = {"type": "http.disconnect"}
     sent: list[Any] = []
 
@@ -795,7 +811,11 @@ def _router(draw: st.DrawFn, ids: _Ids, depth: int, known_paths: list[PathT]) ->
             items.append(draw(_include(ids, depth + 1, known_paths)))
         else:
             items.append(draw(_route_item(ids, bool(prefix.segments), known_paths)))
-    return RouterT(rid, msgspec, prefix, auth, tuple(items))
+    # A router's own body limit: FastAPI's (0.164+), or MsgspecRouter's before that.
+    limit = None
+    if (msgspec or _compat.HAS_NATIVE_BODY_LIMIT) and _chance(draw, 4):
+        limit = BODY_LIMIT
+    return RouterT(rid, msgspec, prefix, auth, tuple(items), limit)
 
 
 @st.composite
@@ -822,7 +842,8 @@ def tables(draw: st.DrawFn) -> Table:
         if choice <= 1:
             items.append(draw(_include(ids, 0, known)))
         elif choice == 2 and routers:
-            items.append(Reinclude(draw(st.sampled_from(routers)), draw(_prefix(ids))))
+            rid = draw(st.sampled_from(routers))
+            items.append(Reinclude(rid, draw(_prefix(ids)), _chance(draw, 3)))
         else:
             items.append(draw(_route_item(ids, False, known)))
     late: list[Late] = []
@@ -1005,7 +1026,8 @@ def calls(draw: st.DrawFn, table: Table, targets: Sequence[Target]) -> Call:
         # Servers pass the method on as the client sent it: "get" is not "GET".
         method = draw(st.sampled_from(("GET", *HTTP_METHODS, "WS", "TRACE", "get", "PROPFIND")))
     auth = not _chance(draw, 3)
-    return Call(method, path.encode(), host.encode(), auth, root_path, _chance(draw, 3))
+    body = b"" if _chance(draw, 2) else draw(st.sampled_from(BODIES))
+    return Call(method, path.encode(), host.encode(), auth, root_path, _chance(draw, 3), body)
 
 
 @dataclass(frozen=True)
