@@ -954,7 +954,17 @@ def _encode(text: str, draw: st.DrawFn) -> str:
     return quote(text, safe="/")
 
 
-NEAR_MISSES = ("value", "case", "literal", "drop", "add", "double", "slash", "encoded_slash")
+NEAR_MISSES = (
+    "value",
+    "case",
+    "literal",
+    "drop",
+    "add",
+    "double",
+    "slash",
+    "encoded_slash",
+    "newline",  # a regex's "$" also matches before a final "\n"
+)
 
 
 @st.composite
@@ -995,7 +1005,7 @@ def _path_for(draw: st.DrawFn, target: Target, miss: str | None) -> str:
         path += "/"
     elif not slash and path.endswith("/") and path != "/":
         path = path[:-1]
-    return path
+    return path + "%0A" if miss == "newline" else path
 
 
 @st.composite
