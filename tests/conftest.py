@@ -14,6 +14,7 @@ from typing import Any
 import fastapi.routing
 import pytest
 from fastapi import Depends
+from twins import TWIN_NAMES, Twin, get_twin
 
 import msgspec_fastapi
 from msgspec_fastapi import MsgspecRouter
@@ -21,12 +22,6 @@ from msgspec_fastapi import MsgspecRouter
 
 def pytest_report_header(config: pytest.Config) -> str:
     return f"msgspec_fastapi.IMPLEMENTATION: {msgspec_fastapi.IMPLEMENTATION}"
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "fuzz_routing: the long routing differential (make fuzz-routing)"
-    )
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -37,6 +32,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
             f"{msgspec_fastapi.IMPLEMENTATION!r}",
             returncode=3,
         )
+
+
+@pytest.fixture(params=TWIN_NAMES)
+def twin(request: pytest.FixtureRequest) -> Twin:
+    """Each twin in turn, in this one process: build routes with `twin.route_class`.
+
+    Where the compiled module does not import, its run fails when MSGSPEC_FASTAPI_EXPECT
+    is "compiled" and is skipped with the reason otherwise (`twins.get_twin`).
+    """
+    return get_twin(request.param)
 
 
 def no_op_dependency() -> None:

@@ -1,9 +1,9 @@
 """One application that hostile-input tests send their requests to.
 
 Every route exists twice: under `/direct` on the direct tier and under `/delegated` on the
-delegated tier (a no-op dependency is enough to move a route there). `build_app` can put
-the whole application on one twin, as tests/test_twin_equivalence.py does, so that the
-same request can be sent to the pure and to the compiled request path.
+delegated tier (a no-op dependency is enough to move a route there). `build_app(twin)`
+puts the whole application on one twin (a `twins.Twin`), so that the same request can be
+sent to the pure and to the compiled request path; `APPS` holds one such app per twin.
 
 The bad-input table, the fuzzer, the leak test and the real-server test all use it; the
 server test starts it in a subprocess with `uvicorn hostile_app:app` (tests/ on the path).
@@ -14,15 +14,15 @@ from __future__ import annotations
 import datetime
 import enum
 import uuid
-from types import ModuleType
 from typing import Annotated, Any
 
 import msgspec
 from fastapi import Body, Depends, FastAPI, Header, Path, Query
 from fastapi.routing import iter_route_contexts
+from twins import PerTwin, Twin
 
 from msgspec_fastapi import MsgspecRouter
-from msgspec_fastapi.router import MsgspecRoute, route_class_for
+from msgspec_fastapi.router import MsgspecRoute
 
 TIERS = ("direct", "delegated")
 
@@ -155,9 +155,9 @@ def tier_router(tier: str, route_class: type[MsgspecRoute] = MsgspecRoute) -> Ms
     return router
 
 
-def build_app(twin: ModuleType | None = None) -> FastAPI:
-    """The application, with every route on `twin` (the active twin by default)."""
-    route_class = route_class_for(twin) if twin is not None else MsgspecRoute
+def build_app(twin: Twin | None = None) -> FastAPI:
+    """The application, with every route on `twin` (by default the twin the package chose)."""
+    route_class = twin.route_class if twin is not None else MsgspecRoute
     app = FastAPI()
     for tier in TIERS:
         app.include_router(tier_router(tier, route_class), prefix=f"/{tier}")
@@ -166,8 +166,13 @@ def build_app(twin: ModuleType | None = None) -> FastAPI:
 
 
 def route_tiers(app: FastAPI) -> dict[str, str]:
-    """Path of each msgspec route -> the tier it runs on."""
-    return {route.path: route.tier for route in app.routes if hasattr(route, "tier")}
+    """Full path of each msgspec route -> the tier it runs on."""
+    return {
+        context.path: context.route.tier
+        for context in iter_route_contexts(app.routes)
+        if isinstance(context.route, MsgspecRoute)
+    }
 
 
 app = build_app()
+APPS = PerTwin(build_app)

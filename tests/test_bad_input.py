@@ -4,8 +4,8 @@ The contract (README "Behaviour", `_fastpath_py` docstring): a non-JSON content 
 415, malformed JSON or JSON nested too deeply a 400, a missing or invalid body or
 parameter a 422 in FastAPI's error shape. Whatever arrives, the answer is a JSON body with
 the row's status, never a 500 and never an exception escaping the app (`raw_asgi` lets
-one propagate, so the test fails with it). The pure and the compiled twin must answer
-each row with the same bytes.
+one propagate, so the test fails with it). Every row is sent to both twins, which must
+answer it with the same bytes.
 """
 
 from __future__ import annotations
@@ -15,27 +15,11 @@ from typing import Any
 
 import msgspec
 import pytest
-from hostile_app import (
-    EVERYTHING,
-    SMALL_LIMIT,
-    TIERS,
-    build_app,
-    route_tiers,
-)
+from hostile_app import APPS, EVERYTHING, SMALL_LIMIT, TIERS, route_tiers
 from raw_asgi import JSON, Reply, request
+from twins import Twin
 
-from msgspec_fastapi import _fastpath_py
 from msgspec_fastapi._compat import HAS_NATIVE_BODY_LIMIT
-
-try:
-    from msgspec_fastapi import _fastpath as compiled
-except ImportError:  # a pure-only install: the table still runs, the twin comparison not
-    compiled = None
-
-ACTIVE_APP = build_app()
-PURE_APP = build_app(_fastpath_py)
-COMPILED_APP = build_app(compiled) if compiled is not None else None
-needs_compiled = pytest.mark.skipif(compiled is None, reason="the compiled twin is not built")
 
 DEEP = 200_000
 HUGE_INT = b"9" * 10_000
@@ -292,18 +276,17 @@ def row_params() -> list[Any]:
     return [pytest.param(row, id=row.name) for row in ROWS]
 
 
-def test_every_hostile_route_runs_on_the_tier_of_its_prefix() -> None:
-    for app in (ACTIVE_APP, PURE_APP, COMPILED_APP):
-        if app is None:
-            continue
-        for path, tier in route_tiers(app).items():
-            assert path.startswith(f"/{tier}/")
+def test_every_hostile_route_runs_on_the_tier_of_its_prefix(twin: Twin) -> None:
+    tiers = route_tiers(APPS[twin.name])
+    assert sorted(set(tiers.values())) == sorted(TIERS)
+    for path, tier in tiers.items():
+        assert path.startswith(f"/{tier}/")
 
 
 @pytest.mark.parametrize("tier", TIERS)
 @pytest.mark.parametrize("row", row_params())
-def test_row_gets_its_documented_status_as_json(row: Row, tier: str) -> None:
-    reply = row.send(ACTIVE_APP, tier)
+def test_row_gets_its_documented_status_as_json(row: Row, tier: str, twin: Twin) -> None:
+    reply = row.send(APPS[twin.name], tier)
     if row.plain_text:
         assert (reply.status, reply.body) == (row.status, b"Content Too Large")
         return
@@ -320,16 +303,7 @@ def test_row_gets_its_documented_status_as_json(row: Row, tier: str) -> None:
         assert row.mentions in msgspec.json.encode(payload).decode()
 
 
-@needs_compiled
 @pytest.mark.parametrize("tier", TIERS)
 @pytest.mark.parametrize("row", row_params())
 def test_row_gets_the_same_bytes_from_both_twins(row: Row, tier: str) -> None:
-    assert outcome(COMPILED_APP, row, tier) == outcome(PURE_APP, row, tier)
-
-
-def outcome(app: Any, row: Row, tier: str) -> Any:
-    """The messages sent, or the exception that escaped (the status test fails on it)."""
-    try:
-        return row.send(app, tier).messages
-    except Exception as exc:
-        return ("raised", type(exc).__name__, str(exc))
+    assert row.send(APPS["compiled"], tier).sent == row.send(APPS["pure"], tier).sent

@@ -10,9 +10,9 @@ endpoint with the same scope keys. Every test runs on both twins.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import inspect
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -25,35 +25,22 @@ from fastapi.routing import APIRoute, iter_route_contexts
 from fastapi.telemetry._api import _RequestTelemetry
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from raw_asgi import Reply, send_request
+from raw_asgi import Reply, body_messages, scope_for, send_messages, send_request
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Host, Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket
+from twins import Twin
 
-from msgspec_fastapi import MsgspecRouter, _fastpath_py
-from msgspec_fastapi import router as router_module
+from msgspec_fastapi import MsgspecRouter
 from msgspec_fastapi._routing import install_dispatch_with
+from msgspec_fastapi.router import route_class_for
 
 
-def compiled_twin() -> ModuleType | None:
-    try:
-        from msgspec_fastapi import _fastpath
-    except ImportError:
-        if os.environ.get("MSGSPEC_FASTAPI_EXPECT") == "compiled":
-            raise
-        return None
-    return _fastpath
-
-
-@pytest.fixture(params=["pure", "compiled"])
-def twin(request: pytest.FixtureRequest) -> ModuleType:
-    if request.param == "pure":
-        return _fastpath_py
-    module = compiled_twin()
-    if module is None:
-        pytest.skip("the compiled twin is not built")
-    return module
+@pytest.fixture
+def twin(twin: Twin) -> ModuleType:
+    """The module of each twin in turn (conftest's fixture: fails or skips as it says)."""
+    return twin.module
 
 
 class Item(msgspec.Struct):
@@ -75,34 +62,17 @@ class Kit:
             self.Router: type[MsgspecRouter] = OracleRouter
             return
 
-        kit = self
-
-        class TwinRoute(router_module.route_class_for(twin)):  # type: ignore[misc]
-            matches = twin.route_matches  # type: ignore[assignment]
-            handle = twin.route_handle  # type: ignore[assignment]
-
-            def get_route_handler(self) -> Any:
-                with kit.building():
-                    return super().get_route_handler()
+        twin_route = route_class_for(twin)
 
         class TwinRouter(MsgspecRouter):
-            matches = twin.router_matches  # type: ignore[assignment]
-            handle = twin.router_handle  # type: ignore[assignment]
+            matches = twin.router_matches
+            handle = twin.router_handle
 
             def __init__(self, *args: Any, **kwargs: Any) -> None:
-                kwargs.setdefault("route_class", TwinRoute)
+                kwargs.setdefault("route_class", twin_route)
                 super().__init__(*args, **kwargs)
 
         self.Router = TwinRouter
-
-    @contextlib.contextmanager
-    def building(self) -> Iterator[None]:
-        """Handlers built meanwhile get this twin's matcher and runtime.
-
-        Since main's d87a662 a route class carries its twin (`route_class_for`), so
-        TwinRoute already builds with this twin: nothing left to patch (merge fix).
-        """
-        yield
 
 
 def summary(scope: dict[str, Any]) -> tuple[Any, ...]:
@@ -122,6 +92,7 @@ def summary(scope: dict[str, Any]) -> tuple[Any, ...]:
         getattr(context, "path_format", None),
         included.include_context.prefix if included is not None else None,
         sorted(fastapi_scope),
+        fastapi_scope.get("form_limits"),
     )
 
 
@@ -160,13 +131,12 @@ class Apps:
         self.apps: list[FastAPI] = []
         self.logs: list[list[Any]] = []
         for i, kit in enumerate(self.kits):
-            with kit.building():
-                app = build(kit)
-                log: list[Any] = []
-                app.add_middleware(Recorder, log=log)
-                if i == 2:
-                    install_dispatch_with(app, twin)
-                list(iter_route_contexts(app.routes))
+            app = build(kit)
+            log: list[Any] = []
+            app.add_middleware(Recorder, log=log)
+            if i == 2:
+                install_dispatch_with(app, twin)
+            list(iter_route_contexts(app.routes))
             self.apps.append(app)
             self.logs.append(log)
         self.fallbacks = 0
@@ -182,8 +152,7 @@ class Apps:
     def change(self, edit: Callable[[FastAPI, Kit], None]) -> None:
         """Apply the same change to all three apps (after they served requests)."""
         for kit, app in zip(self.kits, self.apps, strict=True):
-            with kit.building():
-                edit(app, kit)
+            edit(app, kit)
 
     def check(
         self,
@@ -216,24 +185,10 @@ async def run(
     body: bytes,
     root_path: str,
 ) -> Reply:
-    if not root_path:
-        return await send_request(app, method, target, headers, (body,))
     # raw_asgi builds scopes without a root_path; a server behind a proxy sends one.
-    from raw_asgi import scope_for
-
     scope = scope_for(method, target, headers)
     scope["root_path"] = root_path
-    pending = [{"type": "http.request", "body": body, "more_body": False}]
-    sent: list[tuple[Any, Any, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return pending.pop(0) if pending else {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append((message.get("status"), message.get("headers"), message.get("body")))
-
-    await app(scope, receive, send)
-    return Reply(tuple(sent))
+    return await send_messages(app, scope, body_messages((body,)))
 
 
 JSON = [(b"content-type", b"application/json")]
@@ -940,7 +895,7 @@ router_spec = st.tuples(
     st.sampled_from(["", "/a", "/b", "/items"]),
     st.lists(route_spec, min_size=1, max_size=4),
     st.booleans(),  # a plain APIRouter instead of a MsgspecRouter
-    st.booleans(),  # included into a nested router
+    st.sampled_from(["include", "nest", "app", "mount"]),  # where its routes go
 )
 table_spec = st.lists(router_spec, min_size=1, max_size=5)
 request_spec = st.tuples(
@@ -973,13 +928,24 @@ def tagged_endpoint(tag: str) -> Callable[..., Any]:
     return endpoint
 
 
+def mounted_app(tag: str) -> Any:
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await PlainTextResponse(f"{tag} {scope['path']} {scope['root_path']}")(scope, receive, send)
+
+    return app
+
+
 def table_builder(table: list[Any]) -> Builder:
     def build(kit: Kit) -> FastAPI:
         app = FastAPI()
         nest = kit.Router(prefix="/n")
         nested_any = False
-        for r, (prefix, routes, plain, nested) in enumerate(table):
+        for r, (prefix, routes, plain, placement) in enumerate(table):
             router = APIRouter(prefix=prefix) if plain else kit.Router(prefix=prefix)
+            if placement == "app":
+                router = app.router  # the routes become the application's own
+            elif placement == "mount":
+                app.mount(prefix or "/m", mounted_app(f"mount_{r}"))
             for i, (segments, methods, delegated) in enumerate(routes):
                 path = route_path(segments)
                 if path == "/" and prefix:
@@ -987,16 +953,18 @@ def table_builder(table: list[Any]) -> Builder:
                 if not prefix and not path:
                     path = "/"
 
+                if placement == "app":
+                    path = prefix + path or "/"
                 router.add_api_route(
                     path,
                     tagged_endpoint(f"route_{r}_{i}"),
                     methods=sorted(methods),
                     dependencies=[Depends(lambda: None)] if delegated else None,
                 )
-            if nested:
+            if placement == "nest":
                 nest.include_router(router)
                 nested_any = True
-            else:
+            elif placement != "app":
                 app.include_router(router)
         if nested_any:
             app.include_router(nest)
@@ -1006,7 +974,7 @@ def table_builder(table: list[Any]) -> Builder:
 
 
 @settings(
-    max_examples=60,
+    max_examples=int(os.environ.get("DISPATCH_EXAMPLES", "60")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -1019,3 +987,37 @@ def test_generated_tables_route_as_fastapi_routes(
         target = "/" + "/".join(segments) + ("/" if slash else "")
         apps.check(method, target.encode())
         apps.check(method, b"/n" + target.encode())
+
+
+@pytest.mark.skipif(
+    "max_body_size" not in inspect.signature(FastAPI).parameters,
+    reason="FastAPI < 0.164 has no application body limit",
+)
+def test_application_body_limit_stays_around_the_index(twin: ModuleType) -> None:
+    def build(kit: Kit) -> FastAPI:
+        app = FastAPI(max_body_size=12)
+        app.include_router(items_router(kit, "/r0"))
+        return app
+
+    apps = Apps(build, twin)
+    assert apps.check("POST", b"/r0/items", JSON, b'{"id": 1}').status == 200
+    assert apps.check("POST", b"/r0/items", JSON, b'{"id": 1, "name": "long"}').status == 413
+    assert apps.fallbacks == 0
+
+
+@pytest.mark.skipif(
+    "form_limits" not in inspect.signature(APIRouter).parameters,
+    reason="FastAPI < 0.165 has no form limits",
+)
+def test_form_limits_of_every_router_on_the_way_are_applied(twin: ModuleType) -> None:
+    def build(kit: Kit) -> FastAPI:
+        app = FastAPI(form_limits={"max_fields": 5})
+        outer = kit.Router(prefix="/outer", form_limits={"max_files": 2})
+        outer.include_router(items_router(kit, "/inner"), form_limits={"max_fields": 3})
+        app.include_router(outer, form_limits={"max_files": 4})
+        return app
+
+    apps = Apps(build, twin)
+    assert apps.check("GET", b"/outer/inner/items/1").status == 200
+    assert apps.summary[-2]  # the merged limits FastAPI leaves in its scope entry
+    assert apps.fallbacks == 0

@@ -1,16 +1,18 @@
 """Which request path is loaded: the compiled module or its pure-Python twin."""
 
-import importlib.util
+from __future__ import annotations
+
 import os
 import subprocess
 import sys
+from pathlib import Path
 
-import pytest
+from twins import Twin
 
 import msgspec_fastapi
-from msgspec_fastapi import _impl
+from msgspec_fastapi import MsgspecRoute, _impl
 
-MODULES = {"compiled": "msgspec_fastapi._fastpath", "pure": "msgspec_fastapi._fastpath_py"}
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def implementation_in_subprocess(**environment: str) -> str:
@@ -26,23 +28,29 @@ def implementation_in_subprocess(**environment: str) -> str:
     return result.stdout.strip()
 
 
-def test_implementation_is_compiled_or_pure() -> None:
-    assert msgspec_fastapi.IMPLEMENTATION in ("compiled", "pure")
+def test_implementation_names_the_module_routes_run_on() -> None:
+    assert _impl.twin.__name__ == _impl.TWIN_MODULES[msgspec_fastapi.IMPLEMENTATION]
+    assert _impl.twin.IMPLEMENTATION == msgspec_fastapi.IMPLEMENTATION
+    assert MsgspecRoute.twin is _impl.twin
 
 
-def test_request_path_comes_from_the_module_the_implementation_names() -> None:
-    assert _impl.twin.__name__ == MODULES[msgspec_fastapi.IMPLEMENTATION]
+def test_environment_variable_selects_the_twin(twin: Twin) -> None:
+    pure = "1" if twin.name == "pure" else "0"
+    assert implementation_in_subprocess(MSGSPEC_FASTAPI_PURE=pure) == twin.name
 
 
-def test_pure_environment_variable_selects_the_pure_twin() -> None:
-    assert implementation_in_subprocess(MSGSPEC_FASTAPI_PURE="1") == "pure"
-
-
-@pytest.mark.skipif(
-    importlib.util.find_spec("msgspec_fastapi._fastpath") is None,
-    reason="the compiled module is not built in this environment",
-)
-def test_compiled_module_is_used_when_it_is_built() -> None:
-    environment = {"MSGSPEC_FASTAPI_PURE": "0"}
-
-    assert implementation_in_subprocess(**environment) == "compiled"
+def test_suite_stops_when_the_expected_twin_is_not_the_one_loaded() -> None:
+    other = "pure" if msgspec_fastapi.IMPLEMENTATION == "compiled" else "compiled"
+    env = {**os.environ, "MSGSPEC_FASTAPI_EXPECT": other}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    message = (
+        f"MSGSPEC_FASTAPI_EXPECT={other!r} but msgspec_fastapi.IMPLEMENTATION is "
+        f"{msgspec_fastapi.IMPLEMENTATION!r}"
+    )
+    assert (result.returncode, message in result.stdout + result.stderr) == (3, True)

@@ -12,16 +12,12 @@ from __future__ import annotations
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 
-import pytest
+from twins import get_twin
 
 import msgspec_fastapi
 
 
 def test_the_compiled_twin_is_an_extension_module_of_the_package() -> None:
-    if msgspec_fastapi.IMPLEMENTATION != "compiled":
-        pytest.skip("the compiled twin is not in use")
-    from msgspec_fastapi import _fastpath
-
-    module = Path(_fastpath.__file__)
+    module = Path(get_twin("compiled").module.__file__)
     assert module.name.endswith(tuple(EXTENSION_SUFFIXES))
     assert module.parent == Path(msgspec_fastapi.__file__).parent

@@ -34,9 +34,12 @@ from raw_asgi import JSON, send_request
 import msgspec_fastapi
 from msgspec_fastapi import _impl, _shared
 
-pytestmark = pytest.mark.skipif(
-    not Path("/proc/self/statm").exists(), reason="reads the resident set size from /proc"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not Path("/proc/self/statm").exists(), reason="reads the resident set size from /proc"
+    ),
+]
 
 # Fewer for slow runs, under valgrind for one (README "Development").
 REQUESTS = int(os.environ.get("MSGSPEC_FASTAPI_LEAK_REQUESTS", 100_000))
@@ -105,7 +108,7 @@ def resident_bytes() -> int:
 
 def watched_objects() -> list[Any]:
     """Every route runtime of the active twin, and what its plan holds."""
-    runtimes = [o for o in gc.get_objects() if type(o) is _impl.RouteRuntime]
+    runtimes = [o for o in gc.get_objects() if type(o) is _impl.twin.RouteRuntime]
     watched: list[Any] = [_shared.JSON_CONTENT_TYPE, _shared.MISSING]
     for runtime in runtimes:
         plan = runtime.plan

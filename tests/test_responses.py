@@ -155,7 +155,16 @@ def test_invalid_response_is_a_500_for_the_client(router: MsgspecRouter) -> None
 
     response = client_for(router, raise_server_exceptions=False).get("/city")
 
-    assert response.status_code == 500
+    assert (response.status_code, response.text) == (500, "Internal Server Error")
+
+
+def test_invalid_response_raises_response_validation_error(router: MsgspecRouter) -> None:
+    @router.get("/city")
+    async def city() -> City:
+        return {"name": "Oslo", "population": -1}  # type: ignore[return-value]
+
+    with pytest.raises(ResponseValidationError):
+        client_for(router).get("/city")
 
 
 def test_response_validation_error_reaches_a_custom_exception_handler(
@@ -185,9 +194,8 @@ def test_subclass_instance_is_validated_against_the_declared_struct(
     async def city() -> City:
         return Capital(name="Oslo", population=-1, country="NO")
 
-    response = client_for(router, raise_server_exceptions=False).get("/city")
-
-    assert response.status_code == 500
+    with pytest.raises(ResponseValidationError):
+        client_for(router).get("/city")
 
 
 def test_valid_subclass_instance_is_encoded_with_the_declared_fields_only(
@@ -209,9 +217,8 @@ def test_other_struct_class_with_the_same_fields_is_validated(router: MsgspecRou
     async def city() -> City:
         return Town(name="Oslo", population=-1)  # type: ignore[return-value]
 
-    response = client_for(router, raise_server_exceptions=False).get("/city")
-
-    assert response.status_code == 500
+    with pytest.raises(ResponseValidationError):
+        client_for(router).get("/city")
 
 
 def test_scalar_response_type_is_validated(router: MsgspecRouter) -> None:
@@ -219,9 +226,8 @@ def test_scalar_response_type_is_validated(router: MsgspecRouter) -> None:
     async def count() -> int:
         return "three"  # type: ignore[return-value]
 
-    response = client_for(router, raise_server_exceptions=False).get("/count")
-
-    assert response.status_code == 500
+    with pytest.raises(ResponseValidationError):
+        client_for(router).get("/count")
 
 
 # -- non-finite numbers -------------------------------------------------------------------------
@@ -267,9 +273,8 @@ def test_constraint_rejecting_infinity_makes_the_response_invalid(
     async def reading() -> BoundedReading:
         return {"value": math.inf}  # type: ignore[return-value]
 
-    response = client_for(router, raise_server_exceptions=False).get("/reading")
-
-    assert response.status_code == 500
+    with pytest.raises(ResponseValidationError):
+        client_for(router).get("/reading")
 
 
 def test_constraint_rejecting_nan_makes_the_response_invalid(router: MsgspecRouter) -> None:
@@ -277,9 +282,8 @@ def test_constraint_rejecting_nan_makes_the_response_invalid(router: MsgspecRout
     async def reading() -> Annotated[list[float], msgspec.Meta(max_length=1)]:
         return [math.nan, 1.0]
 
-    response = client_for(router, raise_server_exceptions=False).get("/reading")
-
-    assert response.status_code == 500
+    with pytest.raises(ResponseValidationError):
+        client_for(router).get("/reading")
 
 
 @pytest.mark.parametrize(
@@ -368,14 +372,15 @@ def test_pydantic_model_inside_an_untyped_response_is_dumped_with_aliases(
     assert client_for(router).get("/people").json() == {"people": [{"fullName": "Ada Lovelace"}]}
 
 
-def test_untyped_route_returning_an_unencodable_value_is_an_error(router: MsgspecRouter) -> None:
+def test_untyped_route_returning_an_unencodable_value_raises_type_error(
+    router: MsgspecRouter,
+) -> None:
     @router.get("/object")
     async def obj():
         return {"value": object()}
 
-    response = client_for(router, raise_server_exceptions=False).get("/object")
-
-    assert response.status_code == 500
+    with pytest.raises(TypeError, match="Encoding objects of type object is unsupported"):
+        client_for(router).get("/object")
 
 
 # -- returned Response objects, injected Response, status codes ---------------------------------
@@ -646,9 +651,8 @@ def test_mixed_list_with_an_invalid_dict_is_a_response_validation_error(
     async def cities() -> list[City]:
         return [City(name="Oslo", population=1), {"name": "Bergen"}]  # type: ignore[list-item]
 
-    response = client_for(router, raise_server_exceptions=False).get("/cities")
-
-    assert response.status_code == 500
+    with pytest.raises(ResponseValidationError):
+        client_for(router).get("/cities")
 
 
 def test_mixed_list_validates_the_struct_instances_too(router: MsgspecRouter) -> None:
@@ -656,9 +660,8 @@ def test_mixed_list_validates_the_struct_instances_too(router: MsgspecRouter) ->
     async def cities() -> list[City]:
         return [City(name="Oslo", population=-1), {"name": "Bergen", "population": 2}]  # type: ignore[list-item]
 
-    response = client_for(router, raise_server_exceptions=False).get("/cities")
-
-    assert response.status_code == 500
+    with pytest.raises(ResponseValidationError):
+        client_for(router).get("/cities")
 
 
 def test_dict_of_structs_with_a_non_struct_value_is_validated(router: MsgspecRouter) -> None:
@@ -666,9 +669,8 @@ def test_dict_of_structs_with_a_non_struct_value_is_validated(router: MsgspecRou
     async def cities() -> dict[str, City]:
         return {"oslo": City(name="Oslo", population=1), "bergen": {"name": 3}}  # type: ignore[dict-item]
 
-    response = client_for(router, raise_server_exceptions=False).get("/cities")
-
-    assert response.status_code == 500
+    with pytest.raises(ResponseValidationError):
+        client_for(router).get("/cities")
 
 
 def test_list_response_of_a_wrong_container_type_is_validated(router: MsgspecRouter) -> None:
@@ -676,9 +678,8 @@ def test_list_response_of_a_wrong_container_type_is_validated(router: MsgspecRou
     async def cities() -> list[City]:
         return {"not": "a list"}  # type: ignore[return-value]
 
-    response = client_for(router, raise_server_exceptions=False).get("/cities")
-
-    assert response.status_code == 500
+    with pytest.raises(ResponseValidationError):
+        client_for(router).get("/cities")
 
 
 # -- background tasks attached to the injected objects ------------------------------------------
@@ -743,9 +744,8 @@ def test_dict_for_a_generic_struct_is_validated_with_its_type_parameters(
     async def page() -> Page[City]:
         return {"items": [{"not": "a city"}], "total": 1}  # type: ignore[return-value]
 
-    response = client_for(router, raise_server_exceptions=False).get("/page")
-
-    assert response.status_code == 500
+    with pytest.raises(ResponseValidationError):
+        client_for(router).get("/page")
 
 
 def test_response_model_none_turns_off_validation_of_an_annotated_route(

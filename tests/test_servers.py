@@ -30,6 +30,8 @@ import pytest
 from hostile_app import EVERYTHING, SMALL_LIMIT, TIERS, build_app
 from raw_asgi import send_request
 
+pytestmark = pytest.mark.slow
+
 TESTS = Path(__file__).resolve().parent
 REQUESTS = 1_200
 CLIENTS = 10

@@ -1,7 +1,7 @@
 """The compiled and the pure request path answer every request identically.
 
-Two copies of one application are built, one whose routes run on the pure twin and one
-on the compiled twin, and hypothesis drives both with the same generated requests:
+One application is built per twin (`twins.PerTwin`), its routes all on that twin, and
+hypothesis drives both with the same generated requests:
 valid and invalid bodies, content types, chunk splits, path and query values, and
 endpoint results that need validation (NaN, subclasses, mixed containers). Status,
 headers and body must match byte for byte, and so must any exception that escapes.
@@ -12,21 +12,17 @@ from __future__ import annotations
 import asyncio
 import decimal
 import math
-from types import ModuleType
 from typing import Annotated, Any
 
 import msgspec
-import pytest
 from fastapi import Depends, FastAPI, Header, Query
 from fastapi.routing import iter_route_contexts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from raw_asgi import scope_for
+from raw_asgi import send_request
+from twins import PerTwin, Twin, outcome
 
-from msgspec_fastapi import MsgspecRouter, _fastpath_py
-from msgspec_fastapi.router import route_class_for
-
-compiled = pytest.importorskip("msgspec_fastapi._fastpath")
+from msgspec_fastapi import MsgspecRouter
 
 
 class City(msgspec.Struct):
@@ -64,8 +60,8 @@ def touch() -> None:
     """A dependency that forces the delegated tier."""
 
 
-def build_app(twin: ModuleType) -> FastAPI:
-    cities = MsgspecRouter(route_class=route_class_for(twin))
+def build_app(twin: Twin) -> FastAPI:
+    cities = MsgspecRouter(route_class=twin.route_class)
 
     @cities.post("/cities/validate")
     async def validate(batch: list[City]) -> dict[str, int]:
@@ -97,30 +93,13 @@ def build_app(twin: ModuleType) -> FastAPI:
     return app
 
 
-PURE_APP = build_app(_fastpath_py)
-COMPILED_APP = build_app(compiled)
+APPS = PerTwin(build_app)
 
 
 def call(app: FastAPI, method: str, path: str, query: bytes, headers: list, chunks: list) -> Any:
-    messages = [
-        {"type": "http.request", "body": chunk, "more_body": i < len(chunks) - 1}
-        for i, chunk in enumerate(chunks)
-    ] or [{"type": "http.request", "body": b""}]
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return messages.pop(0) if messages else {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    scope = scope_for(method, path.encode() + b"?" + query, headers)
-    try:
-        asyncio.run(app(scope, receive, send))
-    except Exception as exc:  # compared, not hidden: both twins must raise alike
-        errors = exc.errors() if hasattr(exc, "errors") else str(exc)
-        return ("raised", type(exc).__name__, repr(errors))
-    return [(m.get("status"), m.get("headers"), m.get("body")) for m in sent]
+    """What `app` sent, or the exception that escaped it: both twins must raise alike."""
+    target = path.encode() + b"?" + query
+    return asyncio.run(outcome(send_request(app, method, target, headers, chunks)))
 
 
 json_values = st.recursive(
@@ -206,4 +185,4 @@ def test_twins_answer_every_request_identically(
         headers.append((b"x-mode", mode))
     query = f"pick={pick}&page={number}&{extra_query}".encode("latin-1")
     request = (method, path.format(number), query, headers, split(body, cuts))
-    assert call(PURE_APP, *request) == call(COMPILED_APP, *request)
+    assert call(APPS["pure"], *request) == call(APPS["compiled"], *request)

@@ -1,7 +1,7 @@
 """FastAPI routes with msgspec bodies and responses, with a compiled request path."""
 
 from ._impl import IMPLEMENTATION
-from ._openapi import install_openapi
+from ._openapi_install import install_openapi
 from ._routing import install_dispatch
 from .responses import MsgspecJSONResponse
 from .router import MsgspecRoute, MsgspecRouter

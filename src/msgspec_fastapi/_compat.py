@@ -1,16 +1,30 @@
-"""Every private FastAPI name this package touches, in one place.
+"""Every private FastAPI and Starlette name this package touches, in one place.
 
-Checked against FastAPI 0.142.2 and 0.165.0 (the declared range). When FastAPI moves one
-of these, this module is the only one to change.
+Private means underscored (modules, module attributes, object attributes) or
+undocumented (scope keys, FastAPI's `validation_error*` OpenAPI components), and one
+public-looking attribute we overwrite, `ModelField.validate`. Nothing else in the
+package names any of them. Checked against FastAPI 0.142.2 and 0.165.0 (the declared
+range, each with Starlette 1.10.0); the Starlette names also against Starlette 0.46.0,
+the lowest FastAPI 0.142.2 accepts. When FastAPI or Starlette moves one of these, this
+module is the only one to change.
+
+`building_context()` hands out FastAPI's internal inclusion context; the router and the
+request path read its route-shaped attributes (`original_route`, `path_format`,
+`methods`, `dependant`, ...), which carry no underscore but belong to a private class.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import routing as _routing
 from fastapi.openapi import utils as _openapi_utils
-from starlette.types import ASGIApp
+from starlette._exception_handler import _lookup_exception_handler
+from starlette._utils import get_route_path as _get_route_path
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.types import ASGIApp, Scope
 
 # The route context FastAPI is building a handler for. Included routers are built lazily
 # per inclusion (0.137+), and `get_route_handler` learns which inclusion it serves only
@@ -19,7 +33,8 @@ _effective_route_context_var = _routing._effective_route_context_var
 
 # The scope entry where the router records the inclusion context that matched, read by
 # `APIRoute.handle` to pick that context's app, and by the request path to find what
-# registration left on that context.
+# registration left on that context. Constants, not functions: the request path reads
+# them on every request.
 FASTAPI_SCOPE_KEY: str = _routing._FASTAPI_SCOPE_KEY
 ROUTE_CONTEXT_KEY: str = _routing._FASTAPI_EFFECTIVE_ROUTE_CONTEXT_KEY
 
@@ -29,6 +44,10 @@ VALIDATION_ERROR_RESPONSE_DEFINITION: dict[str, Any] = (
     _openapi_utils.validation_error_response_definition
 )
 
+# Where ExceptionMiddleware leaves the app's (exception class, status code) handler maps.
+_EXCEPTION_HANDLERS_KEY = "starlette.exception_handlers"
+
+_wrap_body_limit: Callable[[ASGIApp, int | None], ASGIApp] | None
 try:
     # 0.164+: per-route request body limits, applied around each route's app.
     from fastapi._body_limit import wrap_app_with_body_limit as _wrap_body_limit
@@ -37,8 +56,9 @@ except ImportError:  # pragma: no cover - exercised on FastAPI < 0.164
 
 HAS_NATIVE_BODY_LIMIT = _wrap_body_limit is not None
 
-# How Starlette strips root_path from the path before matching (starlette._utils).
-get_route_path = _routing.get_route_path
+# The scope's path without its root_path, as Starlette's routes match it. Bound as it is,
+# not wrapped: the request path calls it per request when a root_path is set.
+get_route_path: Callable[[Scope], str] = _get_route_path
 
 
 def building_context() -> Any | None:
@@ -58,7 +78,7 @@ def included_match_data(context: Any) -> tuple[Any, dict[str, Any], Any, frozens
 
     The request path repeats the steps of `_EffectiveRouteContext.matches` and
     `APIRoute.matches` with these (path regex, convertors, inherited path params,
-    method). Checked against 0.142.2 and 0.165.0.
+    method).
     """
     return (
         context.path_regex,
@@ -68,12 +88,50 @@ def included_match_data(context: Any) -> tuple[Any, dict[str, Any], Any, frozens
     )
 
 
+def cache_request_body(request: Request, body: bytes) -> None:
+    """Make `request.body()` (and `stream()`, `json()`) return `body` without reading.
+
+    Starlette caches a read body in `Request._body`; the request path reads the body
+    itself, so that dependencies reading it later get the same bytes.
+    """
+    request._body = body
+
+
+def replace_validator(
+    field: Any, validate: Callable[..., tuple[Any, list[dict[str, Any]]]]
+) -> None:
+    """Make FastAPI validate a parameter with `validate` instead of Pydantic.
+
+    FastAPI calls `ModelField.validate(value, values, loc=loc)` for every path, query,
+    header and cookie value and takes `(value, errors)` back; the instance attribute
+    shadows the method.
+    """
+    field.validate = validate
+
+
+def exception_handler(scope: Scope, exc: Exception) -> Callable[..., Any] | None:
+    """The application's handler for `exc`, found as Starlette finds it for a route.
+
+    Starlette's `wrap_app_handling_exceptions`: a status-code handler for an
+    HTTPException first, then the handler of the nearest class in the exception's MRO.
+    Typed loosely because Starlette's union of HTTP and WebSocket handlers cannot be
+    called with a Request alone; the direct tier only ever serves HTTP.
+    """
+    exception_handlers, status_handlers = scope.get(_EXCEPTION_HANDLERS_KEY, ({}, {}))
+    handler = None
+    if isinstance(exc, HTTPException):
+        handler = status_handlers.get(exc.status_code)
+    if handler is None:
+        handler = _lookup_exception_handler(exception_handlers, exc)
+    return handler
+
+
 # -- dispatch: what the route index (`_routing`, and the twins' dispatch section) reads --
 # Every name below checked against FastAPI 0.142.2 and 0.165.0.
 
 # FastAPI's node for one `include_router` (0.137+): its `effective_candidates()` are the
 # inclusion's routes as contexts (and nested inclusions), built once per routes version.
-IncludedRouter: type = _routing._IncludedRouter
+IncludedRouter: Any = _routing._IncludedRouter
 
 # The entry of the FastAPI scope dict naming the inclusion being matched or handled; the
 # router's own `matches`/`handle` read it to know which inclusion they serve.
@@ -85,7 +143,7 @@ TELEMETRY_SCOPE_KEY = "fastapi.telemetry"
 
 # Reports the selected route's path template to the request's telemetry span (both
 # versions: `_route_selected(scope=, path=, mount=)`, a no-op without telemetry).
-route_selected = _routing._route_selected
+route_selected: Callable[..., None] = _routing._route_selected  # type: ignore[attr-defined]
 
 # 0.165 merges the FastAPI entry of a child scope instead of replacing it; 0.142.2 has
 # no `_update_scope` and uses `scope.update`.
@@ -96,7 +154,7 @@ _update_scope = getattr(_routing, "_update_scope", None)
 _apply_router_form_limits = getattr(_routing, "_apply_router_form_limits", None)
 
 
-def update_scope(scope: dict[str, Any], child_scope: dict[str, Any]) -> None:
+def update_scope(scope: Scope, child_scope: Scope) -> None:
     """Merge a matched route's child scope into the scope, as FastAPI's router does."""
     if _update_scope is None:
         scope.update(child_scope)
@@ -118,7 +176,7 @@ def inclusion_form_limits(included: Any) -> dict[str, Any]:
     return dict(getattr(included.include_context, "form_limits", None) or {})
 
 
-def apply_form_limits(scope: dict[str, Any], limits: dict[str, Any]) -> None:
+def apply_form_limits(scope: Scope, limits: dict[str, Any]) -> None:
     """What FastAPI does with a router's form limits on entering it (0.165)."""
     if _apply_router_form_limits is not None:
         _apply_router_form_limits(scope, limits)
@@ -181,3 +239,28 @@ def replace_router_app(router: Any, app: Any) -> None:
         else:
             raise RuntimeError("the router's route loop is not in its middleware stack")
     router.app = app
+
+
+# The field of an inclusion (`_IncludedRouter`) holding the router it includes; read per
+# request by `MsgspecRouter.matches`/`handle` to know the inclusion is one of theirs.
+INCLUSION_ROUTER_ATTR = "original_router"
+
+
+def inclusion_router(included: Any) -> Any:
+    """The router an inclusion includes."""
+    return getattr(included, INCLUSION_ROUTER_ATTR)
+
+
+def context_route(context: Any) -> Any:
+    """The route a route context (`_EffectiveRouteContext`) was built from."""
+    return context.original_route
+
+
+def context_starlette_route(context: Any) -> Any:
+    """The prefixed copy FastAPI matches a non-API route of an inclusion with (or None)."""
+    return getattr(context, "starlette_route", None)
+
+
+def context_path(context: Any) -> tuple[str, Any, dict[str, Any]]:
+    """A route context's prefixed path: (path_format, path_regex, param_convertors)."""
+    return context.path_format, context.path_regex, context.param_convertors

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from starlette.concurrency import run_in_threadpool
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
+from ._compat import exception_handler
 from ._types import is_coroutine_endpoint
 
 
@@ -17,18 +17,9 @@ async def handle_route_exception(
 
     FastAPI routes handle exceptions inside the route (so that a route-level body limit
     and the dependency exit stacks see the handled response); the direct tier does the
-    same with the same lookup: a status handler for an HTTPException first, then the
-    nearest handler for a class in the exception's MRO.
+    same, with Starlette's lookup of the handler.
     """
-    exception_handlers, status_handlers = scope.get("starlette.exception_handlers", ({}, {}))
-    handler = None
-    if isinstance(exc, HTTPException):
-        handler = status_handlers.get(exc.status_code)
-    if handler is None:
-        for cls in type(exc).__mro__:
-            if cls in exception_handlers:
-                handler = exception_handlers[cls]
-                break
+    handler = exception_handler(scope, exc)
     if handler is None:
         raise exc
     if started:

@@ -2,8 +2,9 @@
 # cython: embedsignature=True
 """The request path, compiled: the contract of `_fastpath_py.py`, which documents it.
 
-Every shared object (errors, constants, response class) is imported from Python
-modules, so the twins cannot disagree on them; tests compare the twins' responses.
+This file mirrors the pure twin: the same definitions in the same order under the same
+names (tests/test_twin_shape.py compares them). Every shared object (errors, constants,
+response class) is imported from Python modules, so the twins cannot disagree on them.
 """
 
 from copy import deepcopy
@@ -16,39 +17,10 @@ from starlette.convertors import StringConvertor
 from starlette.requests import cookie_parser
 from starlette.responses import Response
 
+from msgspec_fastapi import _shared
 from msgspec_fastapi._errors import handle_route_exception
 from msgspec_fastapi._routing import build_included_index
 from msgspec_fastapi._shared import (
-    ABSENT,
-    BODYLESS_STATUSES,
-    CONTAINER_DICT,
-    CONTAINER_LIST,
-    CONTAINER_OPTIONAL,
-    CONTAINER_TUPLE,
-    CONTENT_LENGTH,
-    DIRECT_ATTR,
-    ENTRY_FALLBACK,
-    ENTRY_MATCHER,
-    ENTRY_ROUTE,
-    FAST_DIGITS_MAX,
-    FASTAPI_SCOPE_KEY,
-    INCLUDED_ROUTER_KEY,
-    INDEX_ATTR,
-    JSON_CONTENT_TYPE,
-    MATCH_FULL,
-    MATCH_NONE,
-    MATCH_PARTIAL,
-    MATCHER_ATTR,
-    MISSING,
-    OUTPUT_TRUSTED,
-    OUTPUT_UNTYPED,
-    PARAM_HEADER,
-    PARAM_PATH,
-    PARAM_QUERY,
-    ROUTE_CONTEXT_KEY,
-    ROUTES_GENERATION,
-    SEGMENT_ANY,
-    TELEMETRY_SCOPE_KEY,
     ClientDisconnect,
     PreparedResponse,
     RequestValidationError,
@@ -67,53 +39,51 @@ from msgspec_fastapi._shared import (
 
 IMPLEMENTATION = "compiled"
 
+# Shared constants under their `_shared` names, with C types where they have one.
+cdef object MISSING = _shared.MISSING
+cdef frozenset BODYLESS_STATUSES = _shared.BODYLESS_STATUSES
+cdef tuple JSON_CONTENT_TYPE = _shared.JSON_CONTENT_TYPE
+cdef bytes CONTENT_LENGTH = _shared.CONTENT_LENGTH
+cdef int OUTPUT_TRUSTED = _shared.OUTPUT_TRUSTED
+cdef int OUTPUT_UNTYPED = _shared.OUTPUT_UNTYPED
+cdef int CONTAINER_LIST = _shared.CONTAINER_LIST
+cdef int CONTAINER_DICT = _shared.CONTAINER_DICT
+cdef int CONTAINER_OPTIONAL = _shared.CONTAINER_OPTIONAL
+cdef int CONTAINER_TUPLE = _shared.CONTAINER_TUPLE
+cdef int PARAM_PATH = _shared.PARAM_PATH
+cdef int PARAM_QUERY = _shared.PARAM_QUERY
+cdef int PARAM_HEADER = _shared.PARAM_HEADER
+cdef object MATCH_FULL = _shared.MATCH_FULL
+cdef object MATCH_PARTIAL = _shared.MATCH_PARTIAL
+cdef object MATCH_NONE = _shared.MATCH_NONE
+cdef str FASTAPI_SCOPE_KEY = _shared.FASTAPI_SCOPE_KEY
+cdef str ROUTE_CONTEXT_KEY = _shared.ROUTE_CONTEXT_KEY
+cdef str MATCHER_ATTR = _shared.MATCHER_ATTR
+cdef str DIRECT_ATTR = _shared.DIRECT_ATTR
+cdef Py_ssize_t FAST_DIGITS_MAX = _shared.FAST_DIGITS_MAX
+cdef bytes ASCII_SPACE = b" \t\r\n\x0b\x0c"
 cdef object ValidationError = msgspec.ValidationError
 cdef object DecodeError = msgspec.DecodeError
-cdef object untyped_decode = msgspec.json.decode
-cdef object to_builtins = msgspec.to_builtins
-cdef object convert = msgspec.convert
-cdef object Missing = MISSING
-cdef frozenset bodyless = BODYLESS_STATUSES
-cdef tuple json_content_type = JSON_CONTENT_TYPE
-cdef bytes content_length = CONTENT_LENGTH
-cdef bytes ascii_space = b" \t\r\n\x0b\x0c"
-cdef int trusted = OUTPUT_TRUSTED
-cdef int untyped = OUTPUT_UNTYPED
-cdef int in_list = CONTAINER_LIST
-cdef int in_dict = CONTAINER_DICT
-cdef int in_optional = CONTAINER_OPTIONAL
-cdef int in_tuple = CONTAINER_TUPLE
-cdef int at_path = PARAM_PATH
-cdef int at_query = PARAM_QUERY
-cdef int at_header = PARAM_HEADER
-cdef object match_full = MATCH_FULL
-cdef object match_partial = MATCH_PARTIAL
-cdef object match_none = MATCH_NONE
-cdef str fastapi_scope_key = FASTAPI_SCOPE_KEY
-cdef str route_context_key = ROUTE_CONTEXT_KEY
-cdef str matcher_attr = MATCHER_ATTR
-cdef str direct_attr = DIRECT_ATTR
-cdef object api_route_matches = APIRoute.matches
-cdef object api_route_handle = APIRoute.handle
-cdef Py_ssize_t fast_digits_max = FAST_DIGITS_MAX
+cdef object API_ROUTE_MATCHES = APIRoute.matches
+cdef object API_ROUTE_HANDLE = APIRoute.handle
 
 
 cpdef bint is_json_media_type(object value):
     """`application/json` or `application/*+json`, any parameters, any letter case."""
-    cdef object media = value.split(b";", 1)[0].strip(ascii_space).lower()
+    cdef object media = value.split(b";", 1)[0].strip(ASCII_SPACE).lower()
     if media == b"application/json":
         return True
     return media.startswith(b"application/") and media.endswith(b"+json")
 
 
 cdef inline bint body_allowed(int status_code):
-    return status_code >= 200 and status_code not in bodyless
+    return status_code >= 200 and status_code not in BODYLESS_STATUSES
 
 
 cdef inline list json_headers(int status_code, bytes body):
     if not body_allowed(status_code):
-        return [json_content_type]
-    return [(content_length, str(len(body)).encode("latin-1")), json_content_type]
+        return [JSON_CONTENT_TYPE]
+    return [(CONTENT_LENGTH, str(len(body)).encode("latin-1")), JSON_CONTENT_TYPE]
 
 
 cdef inline bint all_of_class(object items, object cls):
@@ -151,7 +121,7 @@ async def receive_body(receive, Py_ssize_t limit):
 
 cdef check_syntax(bytes raw):
     try:
-        untyped_decode(raw)
+        msgspec.json.decode(raw)
     except ValidationError:
         return
     except (DecodeError, UnicodeDecodeError) as exc:
@@ -163,7 +133,9 @@ cdef check_syntax(bytes raw):
 cdef revalidate_builtins(object result, object output_type, object error):
     if isinstance(error, ValidationError):
         try:
-            return convert(to_builtins(result, str_keys=True), output_type, str_keys=True)
+            return msgspec.convert(
+                msgspec.to_builtins(result, str_keys=True), output_type, str_keys=True
+            )
         except ValidationError as exc:
             error = exc
         except TypeError:
@@ -184,7 +156,31 @@ cdef list parse_query(bytes raw):
     return pairs
 
 
-cdef object pick(list items, str key, bint many, bint last):
+cdef inline bint small_int(object raw, long long *out) except -1:
+    """Whether `raw` is an int or a short digit string; its value goes to `out`."""
+    cdef Py_ssize_t length
+    cdef long long number = 0
+    cdef Py_UCS4 ch
+    if type(raw) is int:
+        try:
+            out[0] = raw
+        except OverflowError:
+            return False
+        return True
+    if type(raw) is not str:
+        return False
+    length = len(<str>raw)
+    if length == 0 or length > FAST_DIGITS_MAX:
+        return False
+    for ch in <str>raw:
+        if ch < u"0" or ch > u"9":
+            return False
+        number = number * 10 + (<long long>ch - 48)
+    out[0] = number
+    return True
+
+
+cdef object pick(list items, str key, bint many):
     cdef str name
     cdef object value
     cdef object found = None
@@ -193,8 +189,6 @@ cdef object pick(list items, str key, bint many, bint last):
     for name, value in items:
         if name == key:
             found = value
-            if not last:
-                break
     return found
 
 
@@ -232,9 +226,7 @@ cdef class RouteMatcher:
         self.route = route
         self.path_regex = path_regex
         self.literal_path = literal_path
-        if literal_path is not None:
-            self.literal_path_nl = literal_path + "\n"
-        # A StringConvertor returns its input, so only the others need calling.
+        self.literal_path_nl = None if literal_path is None else literal_path + "\n"
         self.convertors = {k: c for k, c in convertors.items() if type(c) is not StringConvertor}
         self.endpoint = endpoint
         self.methods = frozenset(methods)
@@ -247,12 +239,12 @@ cdef class RouteMatcher:
             path = get_route_path(scope)
         if self.literal_path is not None:
             if path != self.literal_path and path != self.literal_path_nl:
-                return match_none, {}
+                return MATCH_NONE, {}
             params = {}
         else:
             found = self.path_regex.match(path)
             if found is None:
-                return match_none, {}
+                return MATCH_NONE, {}
             params = found.groupdict()
             for key, convertor in self.convertors.items():
                 params[key] = convertor.convert(params[key])
@@ -261,21 +253,21 @@ cdef class RouteMatcher:
             params = {**inherited, **params}
         cdef dict child = {"endpoint": self.endpoint, "path_params": params, "route": self.route}
         if scope["method"] not in self.methods:
-            return match_partial, child
-        return match_full, child
+            return MATCH_PARTIAL, child
+        return MATCH_FULL, child
 
 
 cdef inline object matched_context(dict scope):
-    cdef object fastapi_scope = scope.get(fastapi_scope_key)
-    return None if fastapi_scope is None else fastapi_scope.get(route_context_key)
+    cdef object fastapi_scope = scope.get(FASTAPI_SCOPE_KEY)
+    return None if fastapi_scope is None else fastapi_scope.get(ROUTE_CONTEXT_KEY)
 
 
 def route_matches(route, dict scope):
     """`MsgspecRoute.matches`; see `_fastpath_py.route_matches`."""
     cdef object context = matched_context(scope)
     if context is None or context.original_route is not route or scope["type"] != "http":
-        return api_route_matches(route, scope)
-    return (<RouteMatcher?>getattr(context, matcher_attr)).match(scope)
+        return API_ROUTE_MATCHES(route, scope)
+    return (<RouteMatcher?>getattr(context, MATCHER_ATTR)).match(scope)
 
 
 def route_handle(route, dict scope, receive, send):
@@ -283,10 +275,10 @@ def route_handle(route, dict scope, receive, send):
     cdef object context = matched_context(scope)
     cdef object direct
     if context is not None and context.original_route is route:
-        direct = getattr(context, direct_attr, None)
+        direct = getattr(context, DIRECT_ATTR, None)
         if direct is not None and scope["method"] in context.methods:
             return direct(scope, receive, send)
-    return api_route_handle(route, scope, receive, send)
+    return API_ROUTE_HANDLE(route, scope, receive, send)
 
 
 cdef class SendTracker:
@@ -295,7 +287,7 @@ cdef class SendTracker:
     cdef object send
     cdef public bint started
 
-    def __cinit__(self, send):
+    def __init__(self, send):
         self.send = send
         self.started = False
 
@@ -305,32 +297,8 @@ cdef class SendTracker:
         return self.send(message)
 
 
-cdef inline bint small_int(object raw, long long *out) except -1:
-    """`_fastpath_py.small_int`, for values that fit in a C long long."""
-    cdef Py_ssize_t length
-    cdef long long number = 0
-    cdef Py_UCS4 ch
-    if type(raw) is int:
-        try:
-            out[0] = raw
-        except OverflowError:
-            return False
-        return True
-    if type(raw) is not str:
-        return False
-    length = len(<str>raw)
-    if length == 0 or length > fast_digits_max:
-        return False
-    for ch in <str>raw:
-        if ch < u"0" or ch > u"9":
-            return False
-        number = number * 10 + (<long long>ch - 48)
-    out[0] = number
-    return True
-
-
 cdef class Param:
-    """A `_params.ParamSpec` with typed fields, read per request."""
+    """A `_params.ParamSpec` with C-typed fields, read per request."""
 
     cdef str name
     cdef int location
@@ -356,8 +324,7 @@ cdef class Param:
         self.default = spec.default
         self.convert = spec.convert
         self.has_bounds = spec.int_bounds is not None
-        if self.has_bounds:
-            self.low, self.high = spec.int_bounds
+        self.low, self.high = spec.int_bounds if self.has_bounds else (0, 0)
 
 
 cdef class RouteRuntime:
@@ -386,27 +353,24 @@ cdef class RouteRuntime:
         self.plan = plan
         body = plan.body
         self.has_body = body is not None
-        if body is not None:
-            self.decoder = body.decoder
-            self.default = body.default
-            self.embedded = body.embedded
+        self.decoder = body.decoder if body is not None else None
+        self.default = body.default if body is not None else None
+        self.embedded = body.embedded if body is not None else False
         self.strict_content_type = plan.strict_content_type
         output = plan.output
-        if output is not None:
-            self.output_mode = output.mode
-            self.encoder = output.encoder
-            self.output_decoder = output.decoder
-            self.output_type = output.output_type
-            self.trusted_class = output.trusted_class
-            self.container = output.container
+        self.output_mode = output.mode if output is not None else OUTPUT_UNTYPED
+        self.encoder = output.encoder if output is not None else None
+        self.output_decoder = output.decoder if output is not None else None
+        self.output_type = output.output_type if output is not None else None
+        self.trusted_class = output.trusted_class if output is not None else None
+        self.container = output.container if output is not None else 0
         self.status_code = plan.status_code
         self.max_body_size = plan.max_body_size
         direct = plan.direct
-        if direct is not None:
-            self.endpoint = direct.endpoint
-            self.is_coroutine = direct.is_coroutine
-            self.params = tuple([Param(spec) for spec in direct.params])
-            self.body_name = direct.body_name
+        self.endpoint = direct.endpoint if direct is not None else None
+        self.is_coroutine = direct.is_coroutine if direct is not None else False
+        self.params = tuple([Param(spec) for spec in direct.params]) if direct is not None else ()
+        self.body_name = direct.body_name if direct is not None else None
 
     # -- body -----------------------------------------------------------------------
 
@@ -444,7 +408,7 @@ cdef class RouteRuntime:
 
     def parse_body(self, scope, bytes raw):
         if not raw:
-            if self.default is Missing:
+            if self.default is MISSING:
                 return body_missing()
             return deepcopy(self.default)
         self.check_content_type(scope["headers"])
@@ -468,24 +432,24 @@ cdef class RouteRuntime:
         cdef object cls = self.trusted_class
         cdef int container = self.container
         cdef object key
-        if container == in_list:
+        if container == CONTAINER_LIST:
             return type(result) is list and all_of_class(result, cls)
-        if container == in_dict:
+        if container == CONTAINER_DICT:
             if type(result) is not dict:
                 return False
             for key in result:
                 if type(key) is not str:
                     return False
             return all_of_class((<dict>result).values(), cls)
-        if container == in_optional:
+        if container == CONTAINER_OPTIONAL:
             return result is None or type(result) is cls
-        if container == in_tuple:
+        if container == CONTAINER_TUPLE:
             return type(result) is tuple and all_of_class(result, cls)
         return type(result) is cls
 
     cpdef bytes encode(self, object result):
         cdef int mode = self.output_mode
-        if mode == untyped or (mode == trusted and self.is_trusted(result)):
+        if mode == OUTPUT_UNTYPED or (mode == OUTPUT_TRUSTED and self.is_trusted(result)):
             return self.encoder.encode(result)
         return self.encoder.encode(self.validate(result))
 
@@ -517,13 +481,13 @@ cdef class RouteRuntime:
         cdef long long number
         for spec in self.params:
             location = spec.location
-            if location == at_path:
+            if location == PARAM_PATH:
                 raw = scope["path_params"].get(spec.key)
-            elif location == at_query:
+            elif location == PARAM_QUERY:
                 if query is None:
                     query = parse_query(scope["query_string"])
-                raw = pick(query, spec.key, spec.is_sequence, True)
-            elif location == at_header:
+                raw = pick(query, spec.key, spec.is_sequence)
+            elif location == PARAM_HEADER:
                 raw = pick_header(scope["headers"], spec.header_key, spec.is_sequence)
             else:
                 if cookies is None:
@@ -537,8 +501,8 @@ cdef class RouteRuntime:
                 else:
                     values[spec.name] = deepcopy(spec.default)
                 continue
-            if spec.has_bounds and small_int(raw, &number):
-                if spec.low <= number <= spec.high:
+            if spec.has_bounds:
+                if small_int(raw, &number) and spec.low <= number <= spec.high:
                     values[spec.name] = number
                     continue
             value, problems = spec.convert(raw, values, spec.loc)
@@ -608,13 +572,18 @@ cdef class RouteRuntime:
 # The route index; see the section of the same name in `_fastpath_py.py`, which
 # documents it. Same definitions, same order, same names.
 
-cdef int ENTRY_ROUTE_KIND = ENTRY_ROUTE
-cdef int ENTRY_MATCHER_KIND = ENTRY_MATCHER
-cdef int ENTRY_FALLBACK_KIND = ENTRY_FALLBACK
-cdef int SEGMENT_ANY_KIND = SEGMENT_ANY
-cdef object api_router_matches = APIRouter.matches
-cdef object api_router_handle = APIRouter.handle
-cdef object generation_cell = ROUTES_GENERATION
+cdef object ABSENT = _shared.ABSENT
+cdef int ENTRY_ROUTE = _shared.ENTRY_ROUTE
+cdef int ENTRY_MATCHER = _shared.ENTRY_MATCHER
+cdef int ENTRY_FALLBACK = _shared.ENTRY_FALLBACK
+cdef int SEGMENT_ANY = _shared.SEGMENT_ANY
+cdef str INCLUDED_ROUTER_KEY = _shared.INCLUDED_ROUTER_KEY
+cdef str TELEMETRY_SCOPE_KEY = _shared.TELEMETRY_SCOPE_KEY
+cdef str INDEX_ATTR = _shared.INDEX_ATTR
+cdef str INCLUSION_ROUTER_ATTR = _shared.INCLUSION_ROUTER_ATTR
+cdef object ROUTES_GENERATION = _shared.ROUTES_GENERATION
+cdef object API_ROUTER_MATCHES = APIRouter.matches
+cdef object API_ROUTER_HANDLE = APIRouter.handle
 
 
 cdef class IndexNode:
@@ -631,7 +600,7 @@ cdef class IndexNode:
         self.params = []
         self.ends = []
         self.tails = []
-        self.kind = SEGMENT_ANY_KIND
+        self.kind = SEGMENT_ANY
 
 
 cdef class IndexEntry:
@@ -650,7 +619,7 @@ cdef class IndexEntry:
 
     def __init__(self):
         self.position = 0
-        self.kind = ENTRY_FALLBACK_KIND
+        self.kind = ENTRY_FALLBACK
         self.chain_limits = ()
         self.is_mount = False
 
@@ -674,6 +643,7 @@ cdef class RouteIndex:
         self.form_limits = {}
 
 
+# compiled only: the test `str.isascii() and str.isdigit()` makes, without two calls.
 cdef inline bint ascii_digits(str segment):
     cdef Py_UCS4 ch
     for ch in segment:
@@ -694,7 +664,7 @@ cdef int collect(IndexNode node, list segments, Py_ssize_t i, list found) except
             found.extend(node.tails)
         if segment:
             for child in node.params:
-                if child.kind == SEGMENT_ANY_KIND or ascii_digits(segment):
+                if child.kind == SEGMENT_ANY or ascii_digits(segment):
                     collect(child, segments, i + 1, found)
         following = node.literals.get(segment)
         if following is None:
@@ -721,9 +691,9 @@ cdef tuple match_entry(IndexEntry entry, dict scope):
     cdef int kind = entry.kind
     cdef object fastapi_scope
     cdef object previous
-    if kind == ENTRY_MATCHER_KIND:
+    if kind == ENTRY_MATCHER:
         return (<RouteMatcher?>entry.matcher).match(scope)
-    if kind == ENTRY_ROUTE_KIND:
+    if kind == ENTRY_ROUTE:
         return entry.route.matches(scope)
     fastapi_scope = scope.setdefault(FASTAPI_SCOPE_KEY, {})
     previous = fastapi_scope.get(ROUTE_CONTEXT_KEY, ABSENT)
@@ -756,16 +726,16 @@ cdef tuple select(RouteIndex index, dict scope):
         return None
     for position in found:
         entry = <IndexEntry>entries[position]
-        if entry.kind == ENTRY_FALLBACK_KIND:
+        if entry.kind == ENTRY_FALLBACK:
             return None
         result = match_entry(entry, scope)
         match = result[0]
-        if match is match_full:
+        if match is MATCH_FULL:
             return (match, entry, result[1])
-        if match is match_partial and partial is None:
+        if match is MATCH_PARTIAL and partial is None:
             partial = (match, entry, result[1])
     if partial is None:
-        return (match_none, None, {})
+        return (MATCH_NONE, None, {})
     return partial
 
 
@@ -776,7 +746,7 @@ cdef object dispatch(tuple selected, dict scope, receive, send):
     cdef dict child_scope = selected[2]
     cdef object fastapi_scope
     cdef object limits
-    if entry.kind == ENTRY_ROUTE_KIND:
+    if entry.kind == ENTRY_ROUTE:
         update_scope(scope, child_scope)
         if scope.get(TELEMETRY_SCOPE_KEY) is not None:
             route_selected(scope=scope, path=entry.path_format, mount=entry.is_mount)
@@ -791,7 +761,7 @@ cdef object dispatch(tuple selected, dict scope, receive, send):
         route_selected(scope=scope, path=entry.path_format, mount=False)
     fastapi_scope[ROUTE_CONTEXT_KEY] = entry.context
     scope["route"] = entry.route
-    if entry.direct is not None and match is match_full:
+    if entry.direct is not None and match is MATCH_FULL:
         return entry.direct(scope, receive, send)
     return entry.route.handle(scope, receive, send)
 
@@ -814,7 +784,7 @@ cdef class AppDispatcher:
         cdef object index = self.index
         if (
             index is None
-            or (<RouteIndex>index).generation != generation_cell.value
+            or (<RouteIndex>index).generation != ROUTES_GENERATION.value
             or self.installed_on.routes != (<RouteIndex>index).snapshot
         ):
             index = self.index = self.rebuild()
@@ -841,7 +811,7 @@ INDEX_CLASSES = (RouteIndex, IndexEntry, IndexNode, RouteMatcher)
 cpdef RouteIndex included_index(included):
     """The index of one inclusion of a MsgspecRouter, rebuilt when routes change."""
     cdef object index = getattr(included, INDEX_ATTR, None)
-    if index is None or (<RouteIndex>index).generation != generation_cell.value:
+    if index is None or (<RouteIndex>index).generation != ROUTES_GENERATION.value:
         index = build_included_index(included, INDEX_CLASSES)
         setattr(included, INDEX_ATTR, index)
     return <RouteIndex?>index
@@ -855,7 +825,7 @@ cdef inline object serving_inclusion(router, dict scope):
     if fastapi_scope is None:
         return None
     cdef object included = fastapi_scope.get(INCLUDED_ROUTER_KEY)
-    if included is None or getattr(included, "original_router", None) is not router:
+    if included is None or getattr(included, INCLUSION_ROUTER_ATTR, None) is not router:
         return None
     return included
 
@@ -868,7 +838,7 @@ def router_matches(router, dict scope):
         selected = select(included_index(included), scope)
         if selected is not None:
             return selected[0], selected[2]
-    return api_router_matches(router, scope)
+    return API_ROUTER_MATCHES(router, scope)
 
 
 def router_handle(router, dict scope, receive, send):
@@ -879,4 +849,4 @@ def router_handle(router, dict scope, receive, send):
         selected = select(included_index(included), scope)
         if selected is not None and selected[1] is not None:
             return dispatch(selected, scope, receive, send)
-    return api_router_handle(router, scope, receive, send)
+    return API_ROUTER_HANDLE(router, scope, receive, send)

@@ -30,6 +30,9 @@ Both twins implement one contract over a route's plan (`_plan.RoutePlan`):
   a FastAPI route.
 
 Both twins give byte-identical responses for every input; tests drive them side by side.
+The compiled twin mirrors this file: the same definitions in the same order under the same
+names (tests/test_twin_shape.py compares them), so that a diff of the two shows only types
+and Cython idioms.
 """
 
 from __future__ import annotations
@@ -45,41 +48,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.convertors import StringConvertor
 from starlette.requests import cookie_parser
 from starlette.responses import Response
+from starlette.routing import Match
 from starlette.types import Message, Receive, Scope, Send
 
+from . import _shared
 from ._errors import handle_route_exception
 from ._routing import build_included_index
 from ._shared import (
-    ABSENT,
-    BODYLESS_STATUSES,
-    CONTAINER_DICT,
-    CONTAINER_LIST,
-    CONTAINER_OPTIONAL,
-    CONTAINER_TUPLE,
-    CONTENT_LENGTH,
-    DIRECT_ATTR,
-    ENTRY_FALLBACK,
-    ENTRY_MATCHER,
-    ENTRY_ROUTE,
-    FAST_DIGITS_MAX,
-    FASTAPI_SCOPE_KEY,
-    INCLUDED_ROUTER_KEY,
-    INDEX_ATTR,
-    JSON_CONTENT_TYPE,
-    MATCH_FULL,
-    MATCH_NONE,
-    MATCH_PARTIAL,
-    MATCHER_ATTR,
-    MISSING,
-    OUTPUT_TRUSTED,
-    OUTPUT_UNTYPED,
-    PARAM_HEADER,
-    PARAM_PATH,
-    PARAM_QUERY,
-    ROUTE_CONTEXT_KEY,
-    ROUTES_GENERATION,
-    SEGMENT_ANY,
-    TELEMETRY_SCOPE_KEY,
     ClientDisconnect,
     PreparedResponse,
     RequestValidationError,
@@ -98,12 +73,38 @@ from ._shared import (
 
 IMPLEMENTATION = "pure"
 
-_ASCII_SPACE = b" \t\r\n\x0b\x0c"
+# Shared constants under their `_shared` names; the compiled twin gives them C types.
+MISSING = _shared.MISSING
+BODYLESS_STATUSES = _shared.BODYLESS_STATUSES
+JSON_CONTENT_TYPE = _shared.JSON_CONTENT_TYPE
+CONTENT_LENGTH = _shared.CONTENT_LENGTH
+OUTPUT_TRUSTED = _shared.OUTPUT_TRUSTED
+OUTPUT_UNTYPED = _shared.OUTPUT_UNTYPED
+CONTAINER_LIST = _shared.CONTAINER_LIST
+CONTAINER_DICT = _shared.CONTAINER_DICT
+CONTAINER_OPTIONAL = _shared.CONTAINER_OPTIONAL
+CONTAINER_TUPLE = _shared.CONTAINER_TUPLE
+PARAM_PATH = _shared.PARAM_PATH
+PARAM_QUERY = _shared.PARAM_QUERY
+PARAM_HEADER = _shared.PARAM_HEADER
+MATCH_FULL = _shared.MATCH_FULL
+MATCH_PARTIAL = _shared.MATCH_PARTIAL
+MATCH_NONE = _shared.MATCH_NONE
+FASTAPI_SCOPE_KEY = _shared.FASTAPI_SCOPE_KEY
+ROUTE_CONTEXT_KEY = _shared.ROUTE_CONTEXT_KEY
+MATCHER_ATTR = _shared.MATCHER_ATTR
+DIRECT_ATTR = _shared.DIRECT_ATTR
+FAST_DIGITS_MAX = _shared.FAST_DIGITS_MAX
+ASCII_SPACE = b" \t\r\n\x0b\x0c"
+ValidationError = msgspec.ValidationError
+DecodeError = msgspec.DecodeError
+API_ROUTE_MATCHES = APIRoute.matches
+API_ROUTE_HANDLE = APIRoute.handle
 
 
 def is_json_media_type(value: bytes) -> bool:
     """`application/json` or `application/*+json`, any parameters, any letter case."""
-    media = value.split(b";", 1)[0].strip(_ASCII_SPACE).lower()
+    media = value.split(b";", 1)[0].strip(ASCII_SPACE).lower()
     if media == b"application/json":
         return True
     return media.startswith(b"application/") and media.endswith(b"+json")
@@ -120,8 +121,142 @@ def json_headers(status_code: int, body: bytes) -> list[tuple[bytes, bytes]]:
     return [(CONTENT_LENGTH, str(len(body)).encode("latin-1")), JSON_CONTENT_TYPE]
 
 
+def all_of_class(items: Iterable[Any], cls: type | None) -> bool:
+    """Whether every item is exactly of class `cls` (subclasses need validation)."""
+    return all(type(item) is cls for item in items)
+
+
+async def receive_body(receive: Receive, limit: int) -> bytes:
+    """The whole request body, as Starlette's `Request.body()` reads it.
+
+    With a limit (not -1), reading stops with a 413 as soon as the body exceeds it.
+    """
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        message = await receive()
+        kind = message["type"]
+        if kind == "http.request":
+            chunk = message.get("body", b"")
+            if chunk:
+                total += len(chunk)
+                if 0 <= limit < total:
+                    raise body_too_large()
+                chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        elif kind == "http.disconnect":
+            raise ClientDisconnect()
+    if len(chunks) == 1:
+        return chunks[0]
+    return b"".join(chunks)
+
+
+def check_syntax(raw: bytes) -> None:
+    """Raise the 400 for a body that is not JSON at all."""
+    try:
+        msgspec.json.decode(raw)
+    except ValidationError:
+        return  # well-formed, but a number is out of range: the value's fault, a 422
+    except (DecodeError, UnicodeDecodeError) as exc:
+        # msgspec 0.22 reports invalid UTF-8 in a string as UnicodeDecodeError.
+        raise malformed_json(exc) from exc
+    except RecursionError as exc:
+        raise nested_too_deeply() from exc
+
+
+def revalidate_builtins(result: Any, output_type: Any, error: Exception) -> Any:
+    """Validate a value whose JSON round trip failed.
+
+    NaN and infinity encode as null, which a float field refuses, although FastAPI sends
+    such values as null. Validating the Python values instead (keys made strings, as
+    JSON would) accepts them; a real validation error from that check is reported, as
+    the round trip's error may only point at the non-finite float.
+    """
+    if isinstance(error, ValidationError):
+        try:
+            return msgspec.convert(
+                msgspec.to_builtins(result, str_keys=True), output_type, str_keys=True
+            )
+        except ValidationError as exc:
+            error = exc
+        except TypeError:
+            # to_builtins refuses some values JSON encodes (msgspec.Raw, for one).
+            pass
+    raise response_invalid(error, result) from error
+
+
+def parse_query(raw: bytes) -> list[tuple[str, str]]:
+    """The query string as Starlette's QueryParams reads it (parse_qsl, blanks kept).
+
+    Without escapes ('%' or '+') that is a plain split, done here without urllib. The
+    ASGI spec makes it bytes; anything else is refused as the compiled twin's typed
+    argument refuses it.
+    """
+    if raw is not None and type(raw) is not bytes:
+        raise TypeError(f"query_string must be bytes, not {type(raw).__name__}")
+    text = raw.decode("latin-1")
+    if "%" in text or "+" in text:
+        return parse_qsl(text, keep_blank_values=True)
+    pairs = []
+    for field in text.split("&"):
+        if field:
+            name, _, value = field.partition("=")
+            pairs.append((name, value))
+    return pairs
+
+
+def small_int(raw: Any) -> int | None:
+    """An int, or a short ASCII digit string read as FastAPI reads it; else None."""
+    if type(raw) is int:
+        return raw
+    if type(raw) is str and 0 < len(raw) <= FAST_DIGITS_MAX and raw.isascii() and raw.isdigit():
+        return int(raw)
+    return None
+
+
+def pick(items: list[tuple[str, str]], key: str, many: bool) -> Any:
+    """All values for `key`, or the last one, as Starlette's QueryParams gives it."""
+    if many:
+        return [value for name, value in items if name == key]
+    found = None
+    for name, value in items:
+        if name == key:
+            found = value
+    return found
+
+
+def pick_header(headers: Iterable[tuple[bytes, bytes]], key: bytes, many: bool) -> Any:
+    """The first value or all values of a header, decoded as Starlette's Headers does."""
+    if many:
+        return [value.decode("latin-1") for name, value in headers if name == key]
+    for name, value in headers:
+        if name == key:
+            return value.decode("latin-1")
+    return None
+
+
+def parse_cookies(headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
+    """Cookies from every Cookie header, later ones winning, as Starlette's Request."""
+    cookies: dict[str, str] = {}
+    for name, value in headers:
+        if name == b"cookie":
+            cookies.update(cookie_parser(value.decode("latin-1")))
+    return cookies
+
+
 class RouteMatcher:
     """Matches requests to one included route, as FastAPI would; built at registration."""
+
+    __slots__ = (
+        "convertors",
+        "endpoint",
+        "literal_path",
+        "literal_path_nl",
+        "methods",
+        "path_regex",
+        "route",
+    )
 
     def __init__(
         self,
@@ -130,7 +265,7 @@ class RouteMatcher:
         literal_path: str | None,
         convertors: dict[str, Any],
         endpoint: Any,
-        methods: Any,
+        methods: Iterable[str],
     ) -> None:
         self.route = route
         self.path_regex = path_regex
@@ -140,9 +275,9 @@ class RouteMatcher:
         # A StringConvertor returns its input, so only the others need calling.
         self.convertors = {k: c for k, c in convertors.items() if type(c) is not StringConvertor}
         self.endpoint = endpoint
-        self.methods = methods
+        self.methods = frozenset(methods)
 
-    def match(self, scope: Scope) -> tuple[Any, dict[str, Any]]:
+    def match(self, scope: Scope) -> tuple[Match, Scope]:
         path = scope["path"]
         if scope.get("root_path"):
             path = get_route_path(scope)
@@ -172,11 +307,11 @@ def matched_context(scope: Scope) -> Any:
     return None if fastapi_scope is None else fastapi_scope.get(ROUTE_CONTEXT_KEY)
 
 
-def route_matches(route: APIRoute, scope: Scope) -> tuple[Any, dict[str, Any]]:
+def route_matches(route: APIRoute, scope: Scope) -> tuple[Match, Scope]:
     """`MsgspecRoute.matches`: the inclusion's prepared matcher, else APIRoute's own test."""
     context = matched_context(scope)
     if context is None or context.original_route is not route or scope["type"] != "http":
-        return APIRoute.matches(route, scope)
+        return API_ROUTE_MATCHES(route, scope)
     return getattr(context, MATCHER_ATTR).match(scope)  # type: ignore[no-any-return]
 
 
@@ -190,7 +325,7 @@ def route_handle(route: APIRoute, scope: Scope, receive: Receive, send: Send) ->
         direct = getattr(context, DIRECT_ATTR, None)
         if direct is not None and scope["method"] in context.methods:
             return direct(scope, receive, send)  # type: ignore[no-any-return]
-    return APIRoute.handle(route, scope, receive, send)
+    return API_ROUTE_HANDLE(route, scope, receive, send)
 
 
 class SendTracker:
@@ -208,34 +343,96 @@ class SendTracker:
         return self.send(message)
 
 
+class Param:
+    """A `_params.ParamSpec` as the direct tier reads it per request."""
+
+    __slots__ = (
+        "convert",
+        "default",
+        "has_bounds",
+        "header_key",
+        "high",
+        "is_sequence",
+        "key",
+        "loc",
+        "location",
+        "low",
+        "name",
+        "required",
+    )
+
+    low: int
+    high: int
+
+    def __init__(self, spec: Any) -> None:
+        self.name = spec.name
+        self.location = spec.location
+        self.key = spec.key
+        self.header_key = spec.header_key
+        self.loc = spec.loc
+        self.is_sequence = spec.is_sequence
+        self.required = spec.required
+        self.default = spec.default
+        self.convert = spec.convert
+        self.has_bounds = spec.int_bounds is not None
+        self.low, self.high = spec.int_bounds if self.has_bounds else (0, 0)
+
+
 class RouteRuntime:
     """Per-route state for the request path; see the module docstring."""
 
+    __slots__ = (
+        "body_name",
+        "container",
+        "decoder",
+        "default",
+        "embedded",
+        "encoder",
+        "endpoint",
+        "has_body",
+        "is_coroutine",
+        "max_body_size",
+        "output_decoder",
+        "output_mode",
+        "output_type",
+        "params",
+        "plan",
+        "status_code",
+        "strict_content_type",
+        "trusted_class",
+    )
+
+    # Registration's objects (decoders, encoders, the endpoint) are Any: the compiled
+    # twin reads them as `object` too, and the plan is what types them.
+    decoder: Any
+    encoder: Any
+    output_decoder: Any
+    endpoint: Any
+    body_name: Any
+
     def __init__(self, plan: Any) -> None:
+        # Fields a plan leaves out keep the values a C struct starts with: None, 0, False.
         self.plan = plan
         body = plan.body
         self.has_body = body is not None
-        if body is not None:
-            self.decoder = body.decoder
-            self.default = body.default
-            self.embedded = body.embedded
+        self.decoder = body.decoder if body is not None else None
+        self.default = body.default if body is not None else None
+        self.embedded = body.embedded if body is not None else False
         self.strict_content_type = plan.strict_content_type
         output = plan.output
-        if output is not None:
-            self.output_mode = output.mode
-            self.encoder = output.encoder
-            self.output_decoder = output.decoder
-            self.output_type = output.output_type
-            self.trusted_class = output.trusted_class
-            self.container = output.container
+        self.output_mode = output.mode if output is not None else OUTPUT_UNTYPED
+        self.encoder = output.encoder if output is not None else None
+        self.output_decoder = output.decoder if output is not None else None
+        self.output_type = output.output_type if output is not None else None
+        self.trusted_class = output.trusted_class if output is not None else None
+        self.container = output.container if output is not None else 0
         self.status_code = plan.status_code
         self.max_body_size = plan.max_body_size
         direct = plan.direct
-        if direct is not None:
-            self.endpoint = direct.endpoint
-            self.is_coroutine = direct.is_coroutine
-            self.params = direct.params
-            self.body_name = direct.body_name
+        self.endpoint = direct.endpoint if direct is not None else None
+        self.is_coroutine = direct.is_coroutine if direct is not None else False
+        self.params = tuple([Param(spec) for spec in direct.params]) if direct is not None else ()
+        self.body_name = direct.body_name if direct is not None else None
 
     # -- body -----------------------------------------------------------------------
 
@@ -281,12 +478,12 @@ class RouteRuntime:
     def decode(self, raw: bytes) -> Any:
         try:
             value = self.decoder.decode(raw)
-        except msgspec.ValidationError as exc:
+        except ValidationError as exc:
             # Typed decoding stops at the first wrong field, possibly before a syntax
             # error further on; malformed JSON must still be a 400.
             check_syntax(raw)
             return body_invalid(exc)
-        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        except (DecodeError, UnicodeDecodeError) as exc:
             raise malformed_json(exc) from exc
         except RecursionError as exc:
             raise nested_too_deeply() from exc
@@ -298,24 +495,25 @@ class RouteRuntime:
         cls = self.trusted_class
         container = self.container
         if container == CONTAINER_LIST:
-            return type(result) is list and all(type(item) is cls for item in result)
+            return type(result) is list and all_of_class(result, cls)
         if container == CONTAINER_DICT:
-            return (
-                type(result) is dict
-                and all(type(key) is str for key in result)
-                and all(type(item) is cls for item in result.values())
-            )
+            if type(result) is not dict:
+                return False
+            for key in result:
+                if type(key) is not str:
+                    return False
+            return all_of_class(result.values(), cls)
         if container == CONTAINER_OPTIONAL:
             return result is None or type(result) is cls
         if container == CONTAINER_TUPLE:
-            return type(result) is tuple and all(type(item) is cls for item in result)
+            return type(result) is tuple and all_of_class(result, cls)
         return type(result) is cls
 
     def encode(self, result: Any) -> bytes:
         mode = self.output_mode
         if mode == OUTPUT_UNTYPED or (mode == OUTPUT_TRUSTED and self.is_trusted(result)):
-            return self.encoder.encode(result)
-        return self.encoder.encode(self.validate(result))
+            return self.encoder.encode(result)  # type: ignore[no-any-return]
+        return self.encoder.encode(self.validate(result))  # type: ignore[no-any-return]
 
     def validate(self, result: Any) -> Any:
         try:
@@ -350,7 +548,7 @@ class RouteRuntime:
             elif location == PARAM_QUERY:
                 if query is None:
                     query = parse_query(scope["query_string"])
-                raw = pick(query, spec.key, spec.is_sequence, last=True)
+                raw = pick(query, spec.key, spec.is_sequence)
             elif location == PARAM_HEADER:
                 raw = pick_header(scope["headers"], spec.header_key, spec.is_sequence)
             else:
@@ -365,10 +563,9 @@ class RouteRuntime:
                 else:
                     values[spec.name] = deepcopy(spec.default)
                 continue
-            bounds = spec.int_bounds
-            if bounds is not None:
+            if spec.has_bounds:
                 number = small_int(raw)
-                if number is not None and bounds[0] <= number <= bounds[1]:
+                if number is not None and spec.low <= number <= spec.high:
                     values[spec.name] = number  # what the converter would answer
                     continue
             value, problems = spec.convert(raw, values, spec.loc)
@@ -379,14 +576,11 @@ class RouteRuntime:
         return values, errors
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # One coroutine for the whole request. An exception is handled after the except
-        # block, as in the compiled twin, where a handler that clears the traceback of an
-        # exception still being handled would crash.
         tracker: SendTracker | None = None
         started = False
         error: Exception | None = None
+        body: Any = None
         try:
-            body: Any = None
             # read_raw's steps, inline: two coroutines less per request.
             if self.max_body_size >= 0:
                 self.check_declared_length(scope["headers"])
@@ -425,126 +619,11 @@ class RouteRuntime:
         except Exception as exc:
             error = exc
         if error is not None:
+            # Outside the except block, as in the compiled twin, where a handler that
+            # clears the traceback of an exception still being handled would crash.
             if tracker is not None:
                 started = tracker.started
             await handle_route_exception(error, scope, receive, send, started)
-
-
-async def receive_body(receive: Receive, limit: int) -> bytes:
-    """The whole request body, as Starlette's `Request.body()` reads it.
-
-    With a limit (not -1), reading stops with a 413 as soon as the body exceeds it.
-    """
-    chunks: list[bytes] = []
-    total = 0
-    while True:
-        message = await receive()
-        kind = message["type"]
-        if kind == "http.request":
-            chunk = message.get("body", b"")
-            if chunk:
-                total += len(chunk)
-                if 0 <= limit < total:
-                    raise body_too_large()
-                chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        elif kind == "http.disconnect":
-            raise ClientDisconnect()
-    if len(chunks) == 1:
-        return chunks[0]
-    return b"".join(chunks)
-
-
-def check_syntax(raw: bytes) -> None:
-    """Raise the 400 for a body that is not JSON at all."""
-    try:
-        msgspec.json.decode(raw)
-    except msgspec.ValidationError:
-        return  # well-formed, but a number is out of range: the value's fault, a 422
-    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-        # msgspec 0.22 reports invalid UTF-8 in a string as UnicodeDecodeError.
-        raise malformed_json(exc) from exc
-    except RecursionError as exc:
-        raise nested_too_deeply() from exc
-
-
-def revalidate_builtins(result: Any, output_type: Any, error: Exception) -> Any:
-    """Validate a value whose JSON round trip failed.
-
-    NaN and infinity encode as null, which a float field refuses, although FastAPI sends
-    such values as null. Validating the Python values instead (keys made strings, as
-    JSON would) accepts them; a real validation error from that check is reported, as
-    the round trip's error may only point at the non-finite float.
-    """
-    if isinstance(error, msgspec.ValidationError):
-        try:
-            return msgspec.convert(
-                msgspec.to_builtins(result, str_keys=True), output_type, str_keys=True
-            )
-        except msgspec.ValidationError as exc:
-            error = exc
-        except TypeError:
-            # to_builtins refuses some values JSON encodes (msgspec.Raw, for one).
-            pass
-    raise response_invalid(error, result) from error
-
-
-def parse_query(raw: bytes) -> list[tuple[str, str]]:
-    """The query string as Starlette's QueryParams reads it (parse_qsl, blanks kept).
-
-    Without escapes ('%' or '+') that is a plain split, done here without urllib.
-    """
-    text = raw.decode("latin-1")
-    if "%" in text or "+" in text:
-        return parse_qsl(text, keep_blank_values=True)
-    pairs = []
-    for field in text.split("&"):
-        if field:
-            name, _, value = field.partition("=")
-            pairs.append((name, value))
-    return pairs
-
-
-def small_int(raw: Any) -> int | None:
-    """An int, or a short ASCII digit string read as FastAPI reads it; else None."""
-    if type(raw) is int:
-        return raw
-    if type(raw) is str and 0 < len(raw) <= FAST_DIGITS_MAX and raw.isascii() and raw.isdigit():
-        return int(raw)
-    return None
-
-
-def pick(items: list[tuple[str, str]], key: str, many: bool, last: bool) -> Any:
-    """One value (the last, as Starlette's QueryParams) or all values for `key`."""
-    if many:
-        return [value for name, value in items if name == key]
-    found = None
-    for name, value in items:
-        if name == key:
-            found = value
-            if not last:
-                break
-    return found
-
-
-def pick_header(headers: Iterable[tuple[bytes, bytes]], key: bytes, many: bool) -> Any:
-    """The first value or all values of a header, decoded as Starlette's Headers does."""
-    if many:
-        return [value.decode("latin-1") for name, value in headers if name == key]
-    for name, value in headers:
-        if name == key:
-            return value.decode("latin-1")
-    return None
-
-
-def parse_cookies(headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
-    """Cookies from every Cookie header, later ones winning, as Starlette's Request."""
-    cookies: dict[str, str] = {}
-    for name, value in headers:
-        if name == b"cookie":
-            cookies.update(cookie_parser(value.decode("latin-1")))
-    return cookies
 
 
 # -- dispatch --------------------------------------------------------------------------
@@ -556,6 +635,19 @@ def parse_cookies(headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
 # (no candidate, a candidate only FastAPI can handle, a path ending in a newline) goes
 # to FastAPI's own route loop, which then also does redirect_slashes, low-priority
 # routes and the 404.
+
+ABSENT = _shared.ABSENT
+ENTRY_ROUTE = _shared.ENTRY_ROUTE
+ENTRY_MATCHER = _shared.ENTRY_MATCHER
+ENTRY_FALLBACK = _shared.ENTRY_FALLBACK
+SEGMENT_ANY = _shared.SEGMENT_ANY
+INCLUDED_ROUTER_KEY = _shared.INCLUDED_ROUTER_KEY
+TELEMETRY_SCOPE_KEY = _shared.TELEMETRY_SCOPE_KEY
+INDEX_ATTR = _shared.INDEX_ATTR
+INCLUSION_ROUTER_ATTR = _shared.INCLUSION_ROUTER_ATTR
+ROUTES_GENERATION = _shared.ROUTES_GENERATION
+API_ROUTER_MATCHES = APIRouter.matches
+API_ROUTER_HANDLE = APIRouter.handle
 
 
 class IndexNode:
@@ -786,19 +878,19 @@ def serving_inclusion(router: Any, scope: Scope) -> Any:
     if fastapi_scope is None:
         return None
     included = fastapi_scope.get(INCLUDED_ROUTER_KEY)
-    if included is None or getattr(included, "original_router", None) is not router:
+    if included is None or getattr(included, INCLUSION_ROUTER_ATTR, None) is not router:
         return None
     return included
 
 
-def router_matches(router: Any, scope: Scope) -> tuple[Any, dict[str, Any]]:
+def router_matches(router: Any, scope: Scope) -> tuple[Any, Scope]:
     """`MsgspecRouter.matches`: this inclusion's candidates through its index."""
     included = serving_inclusion(router, scope)
     if included is not None:
         selected = select(included_index(included), scope)
         if selected is not None:
             return selected[0], selected[2]
-    return APIRouter.matches(router, scope)  # type: ignore[no-any-return]
+    return API_ROUTER_MATCHES(router, scope)
 
 
 def router_handle(router: Any, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
@@ -808,4 +900,4 @@ def router_handle(router: Any, scope: Scope, receive: Receive, send: Send) -> Aw
         selected = select(included_index(included), scope)
         if selected is not None and selected[1] is not None:
             return dispatch(selected, scope, receive, send)
-    return APIRouter.handle(router, scope, receive, send)  # type: ignore[no-any-return]
+    return API_ROUTER_HANDLE(router, scope, receive, send)

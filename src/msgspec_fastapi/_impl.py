@@ -27,12 +27,6 @@ else:
         from . import _fastpath_py as twin
 
 IMPLEMENTATION: str = twin.IMPLEMENTATION
-RouteMatcher = twin.RouteMatcher
-RouteRuntime = twin.RouteRuntime
-route_handle = twin.route_handle
-route_matches = twin.route_matches
-router_handle = twin.router_handle
-router_matches = twin.router_matches
 
 
 def load_twin(name: str) -> ModuleType | None:
@@ -46,21 +40,4 @@ def load_twin(name: str) -> ModuleType | None:
         return None
 
 
-def twin_module() -> ModuleType:
-    """The twin picked at import, for code that builds its objects (the route index)."""
-    return twin
-
-
-__all__ = [
-    "IMPLEMENTATION",
-    "TWIN_MODULES",
-    "RouteMatcher",
-    "RouteRuntime",
-    "load_twin",
-    "route_handle",
-    "route_matches",
-    "router_handle",
-    "router_matches",
-    "twin",
-    "twin_module",
-]
+__all__ = ["IMPLEMENTATION", "TWIN_MODULES", "load_twin", "twin"]

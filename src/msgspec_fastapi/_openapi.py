@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from copy import deepcopy
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from fastapi import FastAPI
-from fastapi.routing import iter_route_contexts
 
 from . import _compat
+from ._params import PARAM_GROUPS
 
 if TYPE_CHECKING:
+    from fastapi.routing import RouteContext
+
     from ._plan import EndpointSpec
-    from .router import MsgspecRouter
 
 _REF_TEMPLATE = "#/components/schemas/{name}"
-_GROUPS = ("path_params", "query_params", "header_params", "cookie_params")
 
 
 def merge_components(target: dict[str, Any], incoming: dict[str, Any]) -> None:
@@ -85,13 +85,15 @@ def route_openapi(
 
 
 def _parameter_fields(dependant: Any) -> list[Any]:
-    fields = [field for group in _GROUPS for field in getattr(dependant, group)]
+    fields = [field for group in PARAM_GROUPS for field in getattr(dependant, group)]
     for dependency in dependant.dependencies:
         fields.extend(_parameter_fields(dependency))
     return fields
 
 
-def _parameter_schemas(document: dict[str, Any], route: Any, components: dict[str, Any]) -> None:
+def _parameter_schemas(
+    document: dict[str, Any], route: RouteContext, components: dict[str, Any]
+) -> None:
     """Replace FastAPI's schemas of msgspec-converted parameters with msgspec's own."""
     fields = [f for f in _parameter_fields(route.dependant) if hasattr(f, "msgspec_target")]
     if not fields:
@@ -127,41 +129,13 @@ def _merge_into_document(schemas: dict[str, Any], ours: dict[str, Any]) -> None:
         schemas[name] = deepcopy(schema)
 
 
-def install_openapi(app: FastAPI, *routers: MsgspecRouter) -> None:
-    """Add the msgspec schemas of `routers` to `app`'s OpenAPI document.
-
-    Call once, after including the routers, with every MsgspecRouter that is not itself
-    included in another MsgspecRouter. Building the document also builds every
-    included route, so registration errors surface here rather than on a request.
-    """
-    from .router import MsgspecRoute, MsgspecRouter
-
-    if not routers:
-        raise TypeError("install_openapi() needs the MsgspecRouter instances in the app")
-    for router in routers:
-        if not isinstance(router, MsgspecRouter):
-            raise TypeError(f"install_openapi() takes MsgspecRouter instances, not {router!r}")
-    if getattr(app, "_msgspec_openapi_installed", False):
-        raise RuntimeError("install_openapi() was already called for this app")
-    components: dict[str, Any] = {}
-    for router in routers:
-        merge_components(components, router.msgspec_components)
-    list(iter_route_contexts(app.routes))
-    original = app.openapi
-    app.openapi_schema = None
-
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is not None:
-            return app.openapi_schema
-        document = original()
-        ours = dict(components)
-        for route in iter_route_contexts(app.routes):
-            if isinstance(route.original_route, MsgspecRoute):
-                _parameter_schemas(document, route, ours)
-        schemas = document.setdefault("components", {}).setdefault("schemas", {})
-        _merge_into_document(schemas, ours)
-        app.openapi_schema = document
-        return document
-
-    app.openapi = openapi  # type: ignore[method-assign]
-    app._msgspec_openapi_installed = True  # type: ignore[attr-defined]
+def add_msgspec_schemas(
+    document: dict[str, Any], routes: Iterable[RouteContext], components: dict[str, Any]
+) -> None:
+    """Put msgspec's schemas into a document FastAPI built: `components`, and those of
+    the msgspec-converted parameters of `routes`."""
+    ours = dict(components)
+    for route in routes:
+        _parameter_schemas(document, route, ours)
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    _merge_into_document(schemas, ours)

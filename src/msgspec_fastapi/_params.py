@@ -17,6 +17,7 @@ import msgspec
 from pydantic.fields import FieldInfo
 from pydantic_core import SchemaValidator, core_schema
 
+from ._compat import replace_validator
 from ._shared import FAST_DIGITS_MAX, PARAM_COOKIE, PARAM_HEADER, PARAM_PATH, PARAM_QUERY
 from ._types import annotated_metadata, mentions_pydantic, optional_inner, strip_annotated
 
@@ -254,7 +255,8 @@ _LOCATIONS = {
     "cookie": PARAM_COOKIE,
 }
 _SEQUENCES = (list, set, frozenset, tuple)
-_GROUPS = ("path_params", "query_params", "header_params", "cookie_params")
+# The Dependant attributes that hold path, query, header and cookie parameters.
+PARAM_GROUPS = ("path_params", "query_params", "header_params", "cookie_params")
 
 
 def _sequence_kind(annotation: Any) -> bool | None:
@@ -277,7 +279,7 @@ def prepare_dependant(dependant: Any) -> None:
     FastAPI keeps extracting the values (aliases, defaults, repeated keys); only the
     validation changes. Pydantic-typed parameters stay FastAPI's.
     """
-    for group in _GROUPS:
+    for group in PARAM_GROUPS:
         for field in getattr(dependant, group):
             if getattr(field, "msgspec_target", None) is not None:
                 continue
@@ -287,7 +289,7 @@ def prepare_dependant(dependant: Any) -> None:
             where = f"parameter {field.name!r}"
             target, strict = parameter_target(info.annotation, info.metadata, where)
             bounds = int_bounds(target, strict)
-            field.validate = make_converter(target, strict, bounds)
+            replace_validator(field, make_converter(target, strict, bounds))
             field.msgspec_target = target
             field.msgspec_int_bounds = bounds
     for dependency in dependant.dependencies:
@@ -301,7 +303,7 @@ def direct_param_specs(dependant: Any) -> tuple[ParamSpec, ...] | None:
     models, Json, nested containers), so the route stays on the delegated tier.
     """
     specs = []
-    for group in _GROUPS:
+    for group in PARAM_GROUPS:
         for field in getattr(dependant, group):
             info = field.field_info
             if getattr(field, "msgspec_target", None) is None:

@@ -28,6 +28,7 @@ from starlette.responses import Response
 
 from ._params import ParamSpec, constrained_type
 from ._shared import (
+    BODYLESS_STATUSES,
     CONTAINER_DICT,
     CONTAINER_LIST,
     CONTAINER_NONE,
@@ -111,7 +112,7 @@ class RoutePlan:
     """Everything one route needs per request, for one place it is included."""
 
     body: BodyPlan | None
-    output: OutputPlan
+    output: OutputPlan | None  # None: FastAPI's response (Pydantic, a custom class)
     strict_content_type: bool
     status_code: int
     direct: DirectPlan | None
@@ -220,8 +221,9 @@ def _trust(output_type: Any) -> tuple[type | None, int]:
     """Which instances can be encoded without revalidation: class and container kind."""
 
     def struct_class(annotation: Any) -> type | None:
-        if get_origin(annotation) is not None and is_struct_class(get_origin(annotation)):
-            return get_origin(annotation)  # a generic Struct: its arguments go unchecked
+        origin = get_origin(annotation)
+        if origin is not None and is_struct_class(origin):
+            return origin  # a generic Struct: its arguments go unchecked
         return annotation if is_struct_class(annotation) else None
 
     bare = strip_annotated(output_type)
@@ -263,7 +265,7 @@ def _output_plan(
                 f"{where}: response_model_by_alias=False is not supported, msgspec "
                 "responses always use the encoded field names"
             )
-        if options.get("status_code") in (204, 205, 304):
+        if options.get("status_code") in BODYLESS_STATUSES:
             raise TypeError(f"{where}: status code {options['status_code']} has no body")
         if not untyped_allowed:
             raise TypeError(f"{where}: a custom response_class cannot encode msgspec responses")

@@ -180,7 +180,7 @@ class _Builder:
         self, included: Any, chain_limits: tuple[dict[str, Any], ...], nested: bool
     ) -> None:
         """Every route of one inclusion, nested inclusions flattened in their place."""
-        router = included.original_router
+        router = _compat.inclusion_router(included)
         _compat.watch_route_changes(router, ROUTES_GENERATION.bump)
         if nested:
             limits = _compat.inclusion_form_limits(included)
@@ -189,7 +189,7 @@ class _Builder:
         for candidate in _compat.included_candidates(included):
             if isinstance(candidate, _compat.IncludedRouter):
                 if type(candidate) is _compat.IncludedRouter and self.plain_router(
-                    candidate.original_router
+                    _compat.inclusion_router(candidate)
                 ):
                     self.add_inclusion(candidate, chain_limits, True)
                 else:
@@ -201,9 +201,9 @@ class _Builder:
         self, context: Any, included: Any, chain_limits: tuple[dict[str, Any], ...]
     ) -> None:
         """One route context of an inclusion."""
-        original = context.original_route
+        original = _compat.context_route(context)
         if not isinstance(original, APIRoute):
-            starlette_route = getattr(context, "starlette_route", None)
+            starlette_route: Any = _compat.context_starlette_route(context)
             cls = type(starlette_route)
             if cls in _WEBSOCKET_CLASSES and cls.matches in (
                 routing.WebSocketRoute.matches,
@@ -240,10 +240,9 @@ class _Builder:
         entry.context = context
         entry.included = included
         entry.chain_limits = chain_limits
-        entry.path_format = context.path_format
-        self.add(
-            entry, path_shape(context.path_format, context.path_regex, context.param_convertors)
-        )
+        path_format, path_regex, param_convertors = _compat.context_path(context)
+        entry.path_format = path_format
+        self.add(entry, path_shape(path_format, path_regex, param_convertors))
 
     def add_fallback(self, shape: list[tuple[int, str]] | None) -> None:
         entry = self.entry_class()
@@ -262,7 +261,9 @@ def build_app_index(router: Any, classes: tuple[type, type, type, type]) -> Any:
     builder = _Builder(index, classes)
     _compat.watch_route_changes(router, ROUTES_GENERATION.bump)
     for route in snapshot:
-        if type(route) is _compat.IncludedRouter and builder.plain_router(route.original_router):
+        if type(route) is _compat.IncludedRouter and builder.plain_router(
+            _compat.inclusion_router(route)
+        ):
             builder.add_inclusion(route, (), True)
         else:
             builder.add_top_route(route)
@@ -305,4 +306,4 @@ def install_dispatch(app: FastAPI) -> None:
     """
     from . import _impl
 
-    install_dispatch_with(app, _impl.twin_module())
+    install_dispatch_with(app, _impl.twin)

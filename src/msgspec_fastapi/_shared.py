@@ -17,6 +17,7 @@ from starlette.routing import Match
 from ._compat import (
     FASTAPI_SCOPE_KEY,
     INCLUDED_ROUTER_KEY,
+    INCLUSION_ROUTER_ATTR,
     ROUTE_CONTEXT_KEY,
     TELEMETRY_SCOPE_KEY,
     apply_form_limits,
@@ -185,6 +186,7 @@ class NoResponse(Response):
 __all__ = [
     "FASTAPI_SCOPE_KEY",
     "INCLUDED_ROUTER_KEY",
+    "INCLUSION_ROUTER_ATTR",
     "ROUTE_CONTEXT_KEY",
     "TELEMETRY_SCOPE_KEY",
     "ClientDisconnect",

@@ -24,7 +24,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from . import _compat, _impl
-from ._impl import router_handle, router_matches
 from ._openapi import merge_components, route_openapi
 from ._params import direct_param_specs, prepare_dependant
 from ._plan import DirectPlan, EndpointSpec, RoutePlan, analyze_endpoint, literal_path
@@ -199,7 +198,7 @@ class MsgspecRoute(APIRoute):
             try:
                 if enforce_limit:
                     raw = await runtime.read_raw(request.scope, request.receive)
-                    request._body = raw  # so that dependencies can still read it
+                    _compat.cache_request_body(request, raw)  # for dependencies
                 else:
                     raw = await request.body()
             except ClientDisconnect:
@@ -255,8 +254,8 @@ class MsgspecRouter(APIRouter):
 
     # Per request, FastAPI's loop asks each inclusion's router whether it has the route
     # and then to handle it; both go through the inclusion's route index (`_routing`).
-    matches = router_matches  # type: ignore[assignment]
-    handle = router_handle  # type: ignore[assignment]
+    matches = _impl.twin.router_matches
+    handle = _impl.twin.router_handle  # type: ignore[assignment]
 
     def include_router(self, router: APIRouter, *args: Any, **kwargs: Any) -> None:
         if isinstance(router, MsgspecRouter):

@@ -7,8 +7,9 @@ serves atheris (`AtherisSource`, coverage-guided, in `make fuzz`) and hypothesis
 path, query string, header names and values, body and its chunking, so that most
 requests get past routing and into the request path.
 
-`check` sends the request to four apps (pure and compiled twin, each with both tiers)
-and fails when
+`check` sends the request to both tiers of `hostile_app.APPS["pure"]` and
+`APPS["compiled"]` (where the compiled twin does not import, `twins.get_twin` skips the
+test or fails it), and fails when
 - the twins' answers differ in any byte, or when one raises and the other does not;
 - the two tiers' answers differ (the design promises the same responses from both);
 - an exception other than ResponseValidationError (which the /pick routes provoke on
@@ -26,20 +27,11 @@ from typing import Any, Protocol, TypeVar
 from urllib.parse import quote
 
 import msgspec
-from hostile_app import EVERYTHING, TIERS, build_app
+from hostile_app import APPS, EVERYTHING, TIERS
 from raw_asgi import send_request
-
-from msgspec_fastapi import _fastpath_py
-
-try:
-    from msgspec_fastapi import _fastpath as compiled
-except ImportError:  # pragma: no cover - the compiled module is built in every test setup
-    compiled = None
+from twins import outcome
 
 T = TypeVar("T")
-
-PURE_APP = build_app(_fastpath_py)
-COMPILED_APP = build_app(compiled) if compiled is not None else None
 
 ROUTES = [
     ("POST", "/everything"),
@@ -157,41 +149,35 @@ def run(coroutine: Any) -> Any:
     return _runner.run(coroutine)
 
 
-def outcome(app: Any, tier: str, request: FuzzRequest) -> tuple[Any, ...]:
-    """("reply", messages) or ("raised", exception type name, its errors or message)."""
+def answer(app: Any, tier: str, request: FuzzRequest) -> tuple[Any, ...]:
+    """`request` sent to `tier` of `app`: ("reply", the Reply) or ("raised", ...)."""
     target = b"/" + tier.encode() + request.target
-    coroutine = send_request(
+    reply = send_request(
         app, request.method, target, request.headers, request.chunks, not request.leaves
     )
-    try:
-        reply = run(asyncio.wait_for(coroutine, timeout=30))
-    except Exception as exc:
-        errors = exc.errors() if hasattr(exc, "errors") else str(exc)
-        return ("raised", type(exc).__name__, repr(errors))
-    return ("reply", reply.messages)
+    return run(outcome(reply))
 
 
 def check(request: FuzzRequest) -> None:
     """The properties listed in the module docstring, for one request."""
     answers = {}
     for tier in TIERS:
-        pure = answers[tier] = outcome(PURE_APP, tier, request)
-        if COMPILED_APP is not None:
-            compiled_outcome = outcome(COMPILED_APP, tier, request)
-            assert compiled_outcome == pure, f"twins differ on {tier}: {request}"
+        pure = answers[tier] = answer(APPS["pure"], tier, request)
+        compiled = answer(APPS["compiled"], tier, request)
+        assert compiled == pure, f"twins differ on {tier}: {request}"
         if pure[0] == "raised":
             if fastapi_redirect_failure(request, pure):
                 continue
             assert pure[1] == "ResponseValidationError", f"{pure} escaped on {tier}: {request}"
             assert b"/pick/" in request.target
             continue
-        messages = pure[1]
-        if not messages:
+        reply = pure[1]
+        if not reply.sent:
             assert request.leaves, f"no answer on {tier}: {request}"
             continue
-        status, _, _ = messages[0]
-        assert status < 500, f"{status} on {tier}: {request}"
-        assert messages[-1][2] is not None, f"unfinished response on {tier}: {request}"
+        assert reply.status is not None, f"no response start on {tier}: {request}"
+        assert reply.status < 500, f"{reply.status} on {tier}: {request}"
+        assert reply.finished, f"unfinished response on {tier}: {request}"
     direct, delegated = (without_prefix(answers[tier]) for tier in TIERS)
     assert direct == delegated, f"tiers differ: {request}"
 
@@ -219,12 +205,12 @@ def without_prefix(answer: tuple[Any, ...]) -> tuple[Any, ...]:
 
     if answer[0] != "reply":
         return answer
-    messages = tuple(
-        (
-            status,
-            [(name, blank(value)) for name, value in headers] if headers else headers,
-            blank(body) if body else body,
-        )
-        for status, headers, body in answer[1]
-    )
+    messages = []
+    for message in answer[1].sent:
+        message = dict(message)
+        if "headers" in message:
+            message["headers"] = [(name, blank(value)) for name, value in message["headers"]]
+        if "body" in message:
+            message["body"] = blank(message["body"])
+        messages.append(message)
     return ("reply", messages)
