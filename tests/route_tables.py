@@ -813,7 +813,7 @@ def _router(draw: st.DrawFn, ids: _Ids, depth: int, known_paths: list[PathT]) ->
             items.append(draw(_route_item(ids, bool(prefix.segments), known_paths)))
     # A router's own body limit: FastAPI's (0.164+), or MsgspecRouter's before that.
     limit = None
-    if (msgspec or _compat.HAS_NATIVE_BODY_LIMIT) and _chance(draw, 4):
+    if (msgspec or _compat.HAS_NATIVE_BODY_LIMIT) and _chance(draw, 3):
         limit = BODY_LIMIT
     return RouterT(rid, msgspec, prefix, auth, tuple(items), limit)
 
