@@ -27,7 +27,7 @@ import re
 import uuid
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -410,9 +410,11 @@ class CustomRoute(BaseRoute):
 
 @dataclass
 class Built:
+    """A built app, the log its endpoints write, and the builder for its late items."""
+
     app: FastAPI
     log: list[str]
-    routers: dict[str, APIRouter] = field(default_factory=dict)
+    builder: _Builder
 
 
 @cache
@@ -557,17 +559,15 @@ def build(table: Table, twin: ModuleType, static_dir: Path, dispatch: bool = Fal
         builder.add(app, item)
     if dispatch:
         install(app, twin)
-    built = Built(app, log, builder.routers)
-    built.builder = builder  # type: ignore[attr-defined]
+    built = Built(app, log, builder)
     return built
 
 
 def add_late(built: Built, table: Table) -> None:
     """Add the table's late items, as after install_dispatch."""
-    builder: _Builder = built.builder  # type: ignore[attr-defined]
     for late in table.late:
-        target = built.app if late.target == "app" else builder.routers[late.target]
-        builder.add(target, late.item)
+        target = built.app if late.target == "app" else built.builder.routers[late.target]
+        built.builder.add(target, late.item)
 
 
 def make_static_dir(root: Path) -> Path:
