@@ -13,6 +13,7 @@ the ratios beside micro.py's, not instead of them.
 
     python bench/icount.py                           # all variants and routes
     python bench/icount.py --variants compiled,pure --routes get --requests 200
+    python bench/icount.py --routers 1,300 --routes get-last   # the route-table mode
 
 Needs valgrind (Debian: `apt-get install valgrind`, whose headers come with it) and a C
 compiler for the five-line helper that issues the client requests.
@@ -34,10 +35,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from micro import PEERS, VARIANTS, ensure_upstream, log
-from micro_cities import ROUTE_KEYS, ROUTE_LABELS
+from common import ensure_upstream, log
+from micro import cities, routetable
+from micro.driver import TABLE_VARIANTS, VARIANTS, parse_sizes
 
-HERE = Path(__file__).resolve().parent
 WARMUP_REQUESTS = 200
 
 # valgrind starts without instrumenting (start-up runs several times faster so); these
@@ -60,10 +61,12 @@ def build_helper(folder: Path) -> Path:
 
 def run_worker(variant: str, route: str, requests: int, library: str) -> None:
     """Inside valgrind: warm the variant up, then count one batch of requests."""
-    import micro_worker
+    from micro import worker
 
-    build_app, _ = micro_worker.load(variant, PEERS)
-    bench = micro_worker.Bench(variant, build_app)
+    apps, _ = worker.load(variant)
+    # A route-table case (route@size) needs only the app of its own size.
+    sizes = [int(route.split("@")[1])] if "@" in route else None
+    bench = worker.Bench(variant, apps, sizes)
     bench.run(route, WARMUP_REQUESTS)
     helper = ctypes.CDLL(library)
     gc.collect()
@@ -88,9 +91,6 @@ def read_total(out_prefix: Path) -> int:
 def count(variant: str, route: str, requests: int, library: Path, folder: Path) -> float:
     out_prefix = folder / f"callgrind.{variant}.{route}"
     env = dict(os.environ, PYTHONHASHSEED="0")
-    env.pop("MSGSPEC_FASTAPI_PURE", None)
-    if variant == "pure":
-        env["MSGSPEC_FASTAPI_PURE"] = "1"
     command = ["setarch", "-R"] if shutil.which("setarch") else []
     command += ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
     command += [f"--callgrind-out-file={out_prefix}"]
@@ -101,17 +101,25 @@ def count(variant: str, route: str, requests: int, library: Path, folder: Path) 
     return read_total(out_prefix) / requests
 
 
-def print_table(counts: dict[str, dict[str, float]], variants: list[str]) -> None:
+def label(case: str) -> str:
+    if "@" not in case:
+        return cities.ROUTE_LABELS[case]
+    route, size = case.split("@")
+    return f"{routetable.route_label(int(size), route)} ({routetable.routers_phrase(int(size))})"
+
+
+def print_table(counts: dict[str, dict[str, float]], variants: list[str], table: bool) -> None:
+    bases = ("floor", "app-floor") if table else ("upstream", "floor")
     print("instructions per request, counted by callgrind (lower is fewer); vs x: ratio to x")
     for route, by_variant in counts.items():
-        print(f"\n{ROUTE_LABELS[route]}")
-        print(f"  {'variant':<10} {'instr/req':>11} {'vs upstream':>12} {'vs floor':>9}")
+        print(f"\n{label(route)}")
+        print(f"  {'variant':<10} {'instr/req':>11} " + " ".join(f"{f'vs {b}':>12}" for b in bases))
         for variant in variants:
             if variant not in by_variant:
                 continue
             value = by_variant[variant]
             cells = [f"  {variant:<10} {value:>11,.0f}"]
-            for base in ("upstream", "floor"):
+            for base in bases:
                 ratio = value / by_variant[base] if base in by_variant else None
                 cells.append(f"{ratio:>11.3f}x" if ratio is not None else f"{'-':>12}")
             print(" ".join(cells))
@@ -123,17 +131,35 @@ def main() -> int:
         run_worker(variant, route, int(requests), library)
         return 0
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--variants", default=",".join(VARIANTS))
-    parser.add_argument("--routes", default=",".join(ROUTE_KEYS))
+    parser.add_argument(
+        "--routers", help="route-table mode: router counts, e.g. 1,300 (see bench/micro.py)"
+    )
+    parser.add_argument(
+        "--variants", help=f"default {','.join(VARIANTS)}; with --routers also app-floor,bare"
+    )
+    parser.add_argument(
+        "--routes",
+        help=f"default {','.join(cities.ROUTE_KEYS)};"
+        f" with --routers {','.join(routetable.ROUTE_KEYS)}",
+    )
     parser.add_argument("--requests", type=int, default=1000, help="counted requests per run")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--json", type=Path, help="write the counts here")
     args = parser.parse_args()
-    variants = [v for v in args.variants.split(",") if v]
-    routes = [r for r in args.routes.split(",") if r]
-    unknown = sorted(set(variants) - set(VARIANTS)) + sorted(set(routes) - set(ROUTE_KEYS))
+    table = args.routers is not None
+    known_variants = TABLE_VARIANTS if table else VARIANTS
+    known_routes = routetable.ROUTE_KEYS if table else cities.ROUTE_KEYS
+    variants = [v for v in (args.variants or ",".join(known_variants)).split(",") if v]
+    routes = [r for r in (args.routes or ",".join(known_routes)).split(",") if r]
+    unknown = sorted(set(variants) - set(known_variants)) + sorted(set(routes) - set(known_routes))
     if unknown or args.requests < 1:
         parser.error(f"unknown variants or routes {unknown}, or --requests below 1")
+    if table:
+        try:
+            sizes = parse_sizes(args.routers)
+        except argparse.ArgumentTypeError as error:
+            parser.error(f"--routers: {error}")
+        routes = [routetable.case_key(size, route) for size in sizes for route in routes]
     if shutil.which("valgrind") is None:
         parser.error("valgrind is not installed (Debian: apt-get install valgrind)")
     if "upstream" in variants and (reason := ensure_upstream()) is not None:
@@ -152,7 +178,7 @@ def main() -> int:
             for (variant, route), future in futures.items():
                 counts[route][variant] = future.result()
                 log(f"{variant} {route}: {counts[route][variant]:,.0f} instructions per request")
-    print_table(counts, variants)
+    print_table(counts, variants, table)
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         meta: dict[str, Any] = {"requests": args.requests, "python": sys.version.split()[0]}

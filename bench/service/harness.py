@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from common import free_port
 from database import DB_URL_ENV
 from workload import Sample, Workload
 
@@ -77,12 +78,6 @@ class Target:
     url: str
     description: dict[str, Any]
     db_pid: int | None = None  # the PostgreSQL postmaster, whose CPU time is read too
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _stat_cpu_seconds(pid: int | str) -> tuple[int, float]:

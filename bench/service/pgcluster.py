@@ -12,7 +12,6 @@ import os
 import pwd
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from common import free_port
 from database import postgres_url
 
 USER = "bench"  # the cluster's superuser, trusted on 127.0.0.1 only
@@ -47,12 +47,6 @@ class Cluster:
     data_dir: Path
     on_tmpfs: bool
     postmaster_pid: int
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def find_bindir() -> Path:

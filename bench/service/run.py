@@ -31,12 +31,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+# bench/ holds common.py, which the micro benchmark shares.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 import prepare
 import report
+from common import UPSTREAM_DIR, UPSTREAM_VERSION
 from database import sqlite_url
 from dataset import DEFAULT_MIN_POPULATION, Dataset, load_dataset
 from harness import BenchError, Run, Settings, Target, measure, preflight, server
-from serve import DEFAULT_UPSTREAM_DIR, UPSTREAM_VERSION, VARIANTS
+from serve import VARIANTS
 from variants import check_upstream_range, probe
 from workload import ROUTES, build_workload
 
@@ -135,7 +139,7 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
     parser.add_argument(
         "--upstream-dir",
         type=Path,
-        default=DEFAULT_UPSTREAM_DIR,
+        default=UPSTREAM_DIR,
         help=f"pip --target folder of msgspec-fastapi {UPSTREAM_VERSION} (installed if missing)",
     )
     parser.add_argument(

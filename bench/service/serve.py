@@ -17,76 +17,16 @@ import json
 import os
 import platform
 import sys
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+# bench/ holds common.py, which the micro benchmark shares.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from common import ROUTER_VARIANTS, UPSTREAM_DIR, VariantError, import_router_package, versions
+
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
-DEFAULT_UPSTREAM_DIR = REPO / "bench" / ".peers" / "msgspec-fastapi-0.0.4"
-UPSTREAM_VERSION = "0.0.4"
 VARIANTS = ("pydantic", "upstream", "pure", "compiled", "litestar")
-PURE_ENV = "MSGSPEC_FASTAPI_PURE"
-
-
-class Unavailable(Exception):
-    """The variant cannot be measured here; the message says why."""
-
-
-def _version(name: str, path: list[str] | None = None) -> str | None:
-    try:
-        if path is None:
-            return metadata.version(name)
-        for dist in metadata.distributions(name=name, path=path):
-            return dist.version
-    except metadata.PackageNotFoundError:
-        return None
-    return None
-
-
-def _is_under(file: str | None, folder: Path) -> bool:
-    return file is not None and Path(file).resolve().is_relative_to(folder.resolve())
-
-
-def _import_router_package(variant: str, upstream_dir: Path, ours_path: Path | None) -> Any:
-    """Import the msgspec_fastapi that ``variant`` stands for and check that it is that one."""
-    if "msgspec_fastapi" in sys.modules:
-        raise RuntimeError("msgspec_fastapi was imported before the variant was set up")
-    if variant == "upstream":
-        if not (upstream_dir / "msgspec_fastapi" / "__init__.py").is_file():
-            raise Unavailable(f"msgspec-fastapi {UPSTREAM_VERSION} is not in {upstream_dir}")
-        sys.path.insert(0, str(upstream_dir))
-        os.environ.pop(PURE_ENV, None)
-    else:
-        if ours_path is not None:
-            sys.path.insert(0, str(ours_path))
-        if variant == "pure":
-            os.environ[PURE_ENV] = "1"
-        else:
-            os.environ.pop(PURE_ENV, None)
-    try:
-        module = importlib.import_module("msgspec_fastapi")
-    except ImportError as error:
-        raise Unavailable(f"msgspec_fastapi does not import: {error}") from error
-    file = getattr(module, "__file__", None)
-    if variant == "upstream":
-        if not _is_under(file, upstream_dir):
-            raise Unavailable(f"msgspec_fastapi was imported from {file}, not {upstream_dir}")
-        found = _version("msgspec-fastapi", [str(upstream_dir)])
-        if found != UPSTREAM_VERSION:
-            raise Unavailable(f"{upstream_dir} holds msgspec-fastapi {found}")
-        return module
-    if _is_under(file, upstream_dir):
-        raise Unavailable(f"msgspec_fastapi was imported from the upstream folder ({file})")
-    implementation = getattr(module, "IMPLEMENTATION", None)
-    if implementation is None:
-        raise Unavailable(f"msgspec_fastapi at {file} has no IMPLEMENTATION: it is not this fork")
-    if implementation != variant:
-        raise Unavailable(
-            f"msgspec_fastapi.IMPLEMENTATION is {implementation!r}, expected {variant!r}"
-            + (" (the compiled module did not load)" if variant == "compiled" else "")
-        )
-    return module
 
 
 def load_app(variant: str, upstream_dir: Path, ours_path: Path | None) -> tuple[Any, dict]:
@@ -104,22 +44,12 @@ def load_app(variant: str, upstream_dir: Path, ours_path: Path | None) -> tuple[
         packages.append("litestar")
     else:
         packages += ["fastapi", "starlette", "pydantic"]
-    if variant in ("upstream", "pure", "compiled"):
-        module = _import_router_package(variant, upstream_dir, ours_path)
-        info["msgspec_fastapi"] = {
-            "file": module.__file__,
-            "implementation": getattr(module, "IMPLEMENTATION", None),
-            "version": getattr(module, "__version__", None)
-            or (
-                _version("msgspec-fastapi", [str(upstream_dir)])
-                if variant == "upstream"
-                else _version("msgspec-fastapi")
-            ),
-        }
+    if variant in ROUTER_VARIANTS:
+        _, info["msgspec_fastapi"] = import_router_package(variant, upstream_dir, ours_path)
         application = importlib.import_module("app_msgspec")
     else:
         application = importlib.import_module(f"app_{variant}")
-    info["packages"] = {name: _version(name) for name in packages}
+    info["packages"] = versions(packages)
     return application.app, info
 
 
@@ -128,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variant", required=True, choices=VARIANTS)
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--http", choices=("httptools", "h11"), default="httptools")
-    parser.add_argument("--upstream-dir", type=Path, default=DEFAULT_UPSTREAM_DIR)
+    parser.add_argument("--upstream-dir", type=Path, default=UPSTREAM_DIR)
     parser.add_argument("--ours-path", type=Path, default=None)
     parser.add_argument(
         "--probe", action="store_true", help="import the variant, print JSON and exit"
@@ -139,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("BENCH_DB_URL", "sqlite+aiosqlite:////nonexistent/probe.db")
         try:
             _, info = load_app(args.variant, args.upstream_dir, args.ours_path)
-        except Unavailable as error:
+        except VariantError as error:
             print(json.dumps({"variant": args.variant, "available": False, "reason": str(error)}))
             return 3
         print(json.dumps({**info, "available": True}))

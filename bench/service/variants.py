@@ -7,50 +7,18 @@ import json
 import operator
 import re
 import subprocess
-import sys
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from common import UPSTREAM_VERSION, ensure_upstream
 from harness import Settings, serve_command
-from serve import UPSTREAM_VERSION
-
-
-def log(message: str) -> None:
-    print(message, flush=True)
-
-
-def install_upstream(directory: Path) -> str | None:
-    """pip-install msgspec-fastapi 0.0.4 into its own folder; an error message or None."""
-    if (directory / "msgspec_fastapi" / "__init__.py").is_file():
-        return None
-    log(f"Installing msgspec-fastapi {UPSTREAM_VERSION} into {directory} (pip --target)")
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            "--no-deps",
-            "--target",
-            str(directory),
-            f"msgspec-fastapi=={UPSTREAM_VERSION}",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        return f"pip could not install msgspec-fastapi {UPSTREAM_VERSION}: {result.stderr[-500:]}"
-    return None
 
 
 def probe(settings: Settings, variant: str) -> dict[str, Any]:
     """Import the variant in a child process; its versions, or why it is unavailable."""
     if variant == "upstream":
-        problem = install_upstream(settings.upstream_dir)
+        problem = ensure_upstream(settings.upstream_dir)
         if problem:
             return {"variant": variant, "available": False, "reason": problem}
     result = subprocess.run(

@@ -2,10 +2,11 @@
 
 from typing import Annotated
 
-from litestar import Litestar, get, post
+from litestar import Litestar, Router, get, post
 from litestar.exceptions import NotFoundException
 from litestar.params import Parameter
-from micro_cities import (
+
+from .cities import (
     LIMIT_MAX,
     PAGE_SIZE,
     Accepted,
@@ -15,6 +16,7 @@ from micro_cities import (
     Dataset,
     search,
 )
+from .routetable import Item, make_items
 
 
 def build_app(dataset: Dataset) -> Litestar:
@@ -47,3 +49,23 @@ def build_app(dataset: Dataset) -> Litestar:
         return city
 
     return Litestar(route_handlers=[validate_cities, list_cities, search_cities, get_city])
+
+
+def build_table_app(size: int) -> Litestar:
+    items = make_items()
+    routers = []
+    for k in range(size):
+        # Fresh handlers per router, as N resources written apart would have.
+        @get("/items/{item_id:int}")
+        async def get_item(item_id: int) -> Item:
+            item = items.get(item_id)
+            if item is None:
+                raise NotFoundException("item not found")
+            return item
+
+        @post("/items", status_code=200)
+        async def create_item(data: Item) -> Item:
+            return data
+
+        routers.append(Router(path=f"/r{k}", route_handlers=[get_item, create_item]))
+    return Litestar(route_handlers=routers)

@@ -4,7 +4,9 @@ from typing import Annotated
 
 import msgspec
 from fastapi import APIRouter, FastAPI, HTTPException, Path, Query
-from micro_cities import (
+from pydantic import BaseModel, Field
+
+from .cities import (
     ADMIN1_MAX,
     COUNTRY_PATTERN,
     FEATURE_PATTERN,
@@ -16,7 +18,7 @@ from micro_cities import (
     index_by_country,
     search,
 )
-from pydantic import BaseModel, Field
+from .routetable import make_items
 
 Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
 Country = Annotated[str, Field(pattern=COUNTRY_PATTERN)]
@@ -52,6 +54,13 @@ class AcceptedModel(BaseModel):
     accepted: int
 
 
+class ItemModel(BaseModel):
+    id: int
+    name: str
+    price: float
+    tags: list[str] = []
+
+
 def build_app(data: Dataset) -> FastAPI:
     # A Pydantic service keeps Pydantic objects in memory, so convert the records once here.
     cities = [CityModel.model_validate(msgspec.to_builtins(c)) for c in data.cities]
@@ -85,4 +94,26 @@ def build_app(data: Dataset) -> FastAPI:
 
     app = FastAPI()
     app.include_router(router)
+    return app
+
+
+def build_table_app(size: int) -> FastAPI:
+    # Pydantic objects in memory, as for the cities.
+    items = {i: ItemModel.model_validate(msgspec.to_builtins(v)) for i, v in make_items().items()}
+    app = FastAPI()
+    for k in range(size):
+        router = APIRouter(prefix=f"/r{k}")
+
+        @router.get("/items/{item_id}")
+        async def get_item(item_id: int) -> ItemModel:
+            item = items.get(item_id)
+            if item is None:
+                raise HTTPException(status_code=404, detail="item not found")
+            return item
+
+        @router.post("/items")
+        async def create_item(item: ItemModel) -> ItemModel:
+            return item
+
+        app.include_router(router)
     return app

@@ -8,6 +8,8 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 Message = MutableMapping[str, Any]
 ASGIApp = Callable[..., Awaitable[None]]
 
@@ -17,6 +19,23 @@ _DISCONNECT = {"type": "http.disconnect"}
 
 class WrongAnswer(Exception):
     """A variant answered with another status or body than expected."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmarked request and the response every variant must give."""
+
+    key: str
+    method: str
+    path: str
+    query: bytes
+    body: bytes
+    expected: object
+    label: str
+
+    @property
+    def expected_body(self) -> bytes:
+        return msgspec.json.encode(self.expected)
 
 
 @dataclass

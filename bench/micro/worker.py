@@ -1,4 +1,4 @@
-"""One benchmark variant in its own process, driven by micro.py.
+"""One benchmark variant in its own process, driven by driver.py (`python -m micro.worker`).
 
 Protocol: one JSON object per line. The worker first writes {"status": "ready", ...},
 {"status": "skipped", "reason": ...} or {"status": "error", "message": ...}; then it answers
@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import gc
 import hashlib
-import importlib.metadata
 import importlib.util
 import json
 import os
@@ -20,104 +19,88 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, TextIO
 
-import micro_cities
 import msgspec
-from micro_asgi import Lifespan, Response, WrongAnswer, call, http_scope
+from common import ROUTER_VARIANTS, Unavailable, import_router_package, version, versions
+
+from . import cities, routetable
+from .asgi import ASGIApp, Case, Lifespan, Response, WrongAnswer, call, http_scope
 
 # Variants whose bytes must equal msgspec's own encoding. Pydantic formats JSON by itself,
 # so for it the parsed values are compared instead.
-BYTE_EXACT = {"compiled", "pure", "upstream", "litestar", "floor"}
+BYTE_EXACT = {"compiled", "pure", "upstream", "litestar", "floor", "app-floor", "bare"}
 PREVIEW = 300
 
 
-class Skip(Exception):
-    """The variant's package is not available here; reported, never faked."""
+@dataclass(frozen=True)
+class Apps:
+    """How a variant builds its apps; `cities` is None for the references of --routers only."""
+
+    cities: Callable[[cities.Dataset], ASGIApp] | None
+    table: Callable[[int], ASGIApp]
 
 
-def _version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
+def load(variant: str) -> tuple[Apps, dict[str, Any]]:
+    """The variant's app builders and facts about what was imported."""
+    if variant in ROUTER_VARIANTS:
+        _, package = import_router_package(variant)
+        from . import app_router
 
-
-def _load_router_app(variant: str, peers: Path) -> tuple[Callable[..., Any], dict[str, Any]]:
-    upstream_dir = (peers / "upstream").resolve()
-    if variant == "upstream":
-        if not (upstream_dir / "msgspec_fastapi" / "__init__.py").is_file():
-            raise Skip(f"msgspec-fastapi is not installed in {upstream_dir}")
-        # First on sys.path, so it wins over any msgspec_fastapi in the environment.
-        sys.path.insert(0, str(upstream_dir))
-    elif importlib.util.find_spec("msgspec_fastapi") is None:
-        raise Skip("msgspec_fastapi is not installed in this environment")
-
-    import msgspec_fastapi
-
-    origin = Path(msgspec_fastapi.__file__ or "").resolve()
-    implementation = getattr(msgspec_fastapi, "IMPLEMENTATION", None)
-    if variant == "upstream":
-        if not origin.is_relative_to(upstream_dir):
-            raise RuntimeError(f"upstream variant imported {origin}, not from {upstream_dir}")
-        if implementation is not None:
-            raise RuntimeError(f"{origin} has IMPLEMENTATION, so it is not upstream")
-    else:
-        if implementation is None:
-            raise Skip(f"{origin} is not this project's package (it has no IMPLEMENTATION)")
-        if implementation != variant:
-            wanted = "MSGSPEC_FASTAPI_PURE=1" if variant == "pure" else "no MSGSPEC_FASTAPI_PURE"
-            raise RuntimeError(
-                f"msgspec_fastapi.IMPLEMENTATION is {implementation!r} with {wanted}, "
-                f"expected {variant!r} ({origin})"
-            )
-
-    import micro_app_router
-
-    info = {
-        "msgspec_fastapi": getattr(msgspec_fastapi, "__version__", None)
-        or _version("msgspec-fastapi"),
-        "module": str(origin),
-        "implementation": implementation,
-    }
-    return micro_app_router.build_app, info
-
-
-def load(variant: str, peers: Path) -> tuple[Callable[..., Any], dict[str, Any]]:
-    """The variant's build_app(dataset) and facts about what was imported."""
-    if variant in ("compiled", "pure", "upstream"):
-        return _load_router_app(variant, peers)
+        apps = Apps(app_router.build_app, app_router.build_table_app)
+        return apps, {"msgspec_fastapi": package, "route_index": app_router.ROUTE_INDEX}
     if variant == "pydantic":
-        import micro_app_pydantic
+        from . import app_pydantic
 
-        return micro_app_pydantic.build_app, {}
+        return Apps(app_pydantic.build_app, app_pydantic.build_table_app), {}
     if variant == "litestar":
         if importlib.util.find_spec("litestar") is None:
-            raise Skip("litestar is not installed in this environment")
-        import micro_app_litestar
+            raise Unavailable("litestar is not installed in this environment")
+        from . import app_litestar
 
-        return micro_app_litestar.build_app, {"litestar": _version("litestar")}
+        apps = Apps(app_litestar.build_app, app_litestar.build_table_app)
+        return apps, {"litestar": version("litestar")}
+    from . import app_floor
+
     if variant == "floor":
-        import micro_app_floor
-
-        return micro_app_floor.build_app, {}
+        return Apps(app_floor.build_app, app_floor.build_table_app), {}
+    if variant == "app-floor":
+        return Apps(None, app_floor.build_app_level_table_app), {}
+    if variant == "bare":
+        return Apps(None, app_floor.build_bare_table_app), {}
     raise ValueError(f"unknown variant {variant!r}")
 
 
 class Bench:
-    """The app under test, its event loop and one prepared request per route."""
+    """The apps under test, one event loop and one prepared request per case.
 
-    def __init__(self, variant: str, build_app: Callable[..., Any]) -> None:
+    Without `sizes`, one app with the four city routes; with them, one route-table app per
+    size, each with its four cases (routetable.case_key() names them).
+    """
+
+    def __init__(self, variant: str, apps: Apps, sizes: list[int] | None = None) -> None:
         self.variant = variant
-        data = micro_cities.make_dataset()
-        self.cases = micro_cities.make_cases(data)
-        self.app = build_app(data)
+        groups: list[tuple[ASGIApp, dict[str, Case]]] = []
+        if sizes is None:
+            if apps.cities is None:
+                raise ValueError(f"{variant} exists only with --routers")
+            data = cities.make_dataset()
+            groups.append((apps.cities(data), cities.make_cases(data)))
+        else:
+            groups.extend((apps.table(size), routetable.make_cases(size)) for size in sizes)
         # One loop for the worker's life, as a server has; run_until_complete per batch.
         self.loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self.loop)
-        self.lifespan = Lifespan(self.app)
-        self.loop.run_until_complete(self.lifespan.startup())
+        self.lifespans: list[Lifespan] = []
+        self.cases: dict[str, Case] = {}
+        self.targets: dict[str, tuple[ASGIApp, dict[str, Any]]] = {}
+        for app, cases in groups:
+            lifespan = Lifespan(app)
+            self.loop.run_until_complete(lifespan.startup())
+            self.lifespans.append(lifespan)
+            self.cases.update(cases)
+            self.targets.update((key, (app, lifespan.state)) for key in cases)
         self.scopes = {
             key: http_scope(case.method, case.path, case.query, case.body)
             for key, case in self.cases.items()
@@ -150,12 +133,13 @@ class Bench:
         )
 
     async def _one(self, key: str) -> Response:
-        return await call(self.app, self.scopes[key], self.cases[key].body, self.lifespan.state)
+        app, state = self.targets[key]
+        return await call(app, self.scopes[key], self.cases[key].body, state)
 
     async def _batch(self, key: str, count: int) -> tuple[int, int]:
         """Wall and CPU nanoseconds for `count` requests."""
-        app, scope, body = self.app, self.scopes[key], self.cases[key].body
-        state, expected = self.lifespan.state, self.reference[key]
+        (app, state), scope, body = self.targets[key], self.scopes[key], self.cases[key].body
+        expected = self.reference[key]
         wall, cpu = time.perf_counter_ns(), time.process_time_ns()
         for _ in range(count):
             response = await call(app, scope, body, state)
@@ -183,7 +167,8 @@ class Bench:
         return max(1, round(target * 1e9 / per_request)), per_request / 1000
 
     def close(self) -> None:
-        self.loop.run_until_complete(self.lifespan.shutdown())
+        for lifespan in self.lifespans:
+            self.loop.run_until_complete(lifespan.shutdown())
         self.loop.close()
 
 
@@ -209,7 +194,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("variant")
     parser.add_argument("--cpu", type=int, required=True)
-    parser.add_argument("--peers", type=Path, required=True)
+    parser.add_argument("--routers", help="route-table sizes, comma-separated (else the cities)")
     args = parser.parse_args()
 
     # Before anything else, so every thread the process starts later inherits the pinning.
@@ -224,11 +209,12 @@ def main() -> int:
 
     try:
         try:
-            build_app, info = load(args.variant, args.peers)
-        except Skip as skip:
+            apps, info = load(args.variant)
+        except Unavailable as skip:
             reply({"status": "skipped", "reason": str(skip)})
             return 0
-        bench = Bench(args.variant, build_app)
+        sizes = [int(size) for size in args.routers.split(",")] if args.routers else None
+        bench = Bench(args.variant, apps, sizes)
         gc.collect()
         # The in-memory dataset stands in for a database: keep it out of the collector's
         # full passes, where it would weigh differently on Structs and Pydantic models.
@@ -236,7 +222,7 @@ def main() -> int:
         info.update(
             python=sys.version.split()[0],
             cpu=sorted(os.sched_getaffinity(0)),
-            **{name: _version(name) for name in ("fastapi", "starlette", "msgspec", "pydantic")},
+            **versions(("fastapi", "starlette", "msgspec", "pydantic")),
         )
         reply({"status": "ready", "info": info, "fingerprint": bench.fingerprint()})
         serve(bench, sys.stdin, reply)

@@ -1,9 +1,13 @@
-"""The floor: the same FastAPI app, but each route is a hand-written raw ASGI endpoint.
+"""The floors: the same apps, but each route is a hand-written raw ASGI endpoint.
 
-The endpoints sit where the MsgspecRouter's routes sit: in a router included into the
-app. So the floor pays FastAPI's middleware stack and its routing of included routers,
+`floor`: the endpoints sit where the MsgspecRouter's routes sit, in routers included into
+the app. So the floor pays FastAPI's middleware stack and its routing of included routers,
 plus the msgspec decoding and encoding every variant must do, and nothing else; the
 ratio to the floor is the overhead a router's routes add.
+
+For the route table (--routers) two more references: `app-floor`, the same endpoints as
+routes of the app itself (FastAPI's fastest routing), and `bare`, the physical limit: the
+same endpoints behind a dict lookup in a bare ASGI app, no FastAPI at all.
 """
 
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -12,7 +16,10 @@ from urllib.parse import parse_qsl
 
 import msgspec
 from fastapi import APIRouter, FastAPI
-from micro_cities import (
+from msgspec import Meta
+from starlette.routing import Route
+
+from .cities import (
     LIMIT_MAX,
     PAGE_SIZE,
     Accepted,
@@ -22,8 +29,7 @@ from micro_cities import (
     Dataset,
     search,
 )
-from msgspec import Meta
-from starlette.routing import Route
+from .routetable import Item, make_items
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -132,3 +138,89 @@ def build_app(data: Dataset) -> FastAPI:
     app = FastAPI()
     app.include_router(router)
     return app
+
+
+class _GetItem(_Endpoint):
+    def __init__(self, items: dict[int, Item]) -> None:
+        self.items = items
+
+    async def handle(self, scope: Scope, receive: Receive) -> tuple[int, object]:
+        item = self.items.get(scope["path_params"]["item_id"])
+        if item is None:
+            return 404, {"detail": "item not found"}
+        return 200, item
+
+
+class _EchoItem(_Endpoint):
+    decoder = msgspec.json.Decoder(Item)
+
+    async def handle(self, scope: Scope, receive: Receive) -> tuple[int, object]:
+        return 200, self.decoder.decode(await _read_body(receive))
+
+
+def _table_routes(k: int, items: dict[int, Item]) -> list[Route]:
+    # The router prefix written into the path, as MsgspecRouter(prefix=...) and APIRouter's
+    # decorators do at registration.
+    return [
+        Route(f"/r{k}/items/{{item_id:int}}", _GetItem(items), methods=["GET"]),
+        Route(f"/r{k}/items", _EchoItem(), methods=["POST"]),
+    ]
+
+
+def build_table_app(size: int) -> FastAPI:
+    items = make_items()
+    app = FastAPI()
+    for k in range(size):
+        router = APIRouter()
+        router.routes.extend(_table_routes(k, items))
+        app.include_router(router)
+    return app
+
+
+def build_app_level_table_app(size: int) -> FastAPI:
+    items = make_items()
+    app = FastAPI()
+    for k in range(size):
+        for route in _table_routes(k, items):
+            app.add_route(route.path, route.app, methods=sorted(route.methods or ()))
+    return app
+
+
+class _BareApp:
+    """Exact paths in one dict; a path with a trailing {item_id} found by its parent."""
+
+    def __init__(self, size: int) -> None:
+        items = make_items()
+        self.exact: dict[tuple[str, str], _Endpoint] = {}
+        self.with_id: dict[tuple[str, str], _Endpoint] = {}
+        for k in range(size):
+            self.with_id["GET", f"/r{k}/items"] = _GetItem(items)
+            self.exact["POST", f"/r{k}/items"] = _EchoItem()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        method, path = scope["method"], scope["path"]
+        endpoint = self.exact.get((method, path))
+        if endpoint is None:
+            parent, _, last = path.rpartition("/")
+            endpoint = self.with_id.get((method, parent)) if last.isdigit() else None
+            if endpoint is None:
+                await _answer(send, 404, b'{"detail":"Not Found"}')
+                return
+            scope["path_params"] = {"item_id": int(last)}
+        await endpoint(scope, receive, send)
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        kind = message["type"].removeprefix("lifespan.")
+        await send({"type": f"lifespan.{kind}.complete"})
+        if kind == "shutdown":
+            return
+
+
+def build_bare_table_app(size: int) -> _BareApp:
+    return _BareApp(size)

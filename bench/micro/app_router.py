@@ -1,4 +1,4 @@
-"""The MsgspecRouter app, one definition for the compiled, pure and upstream variants.
+"""The MsgspecRouter apps, one definition for the compiled, pure and upstream variants.
 
 Which `msgspec_fastapi` gets imported is decided by the worker (sys.path and environment)
 before this module is imported, so the three variants run exactly this code.
@@ -7,7 +7,11 @@ before this module is imported, so the three variants run exactly this code.
 from typing import Annotated
 
 from fastapi import FastAPI, HTTPException, Path, Query
-from micro_cities import (
+
+import msgspec_fastapi
+from msgspec_fastapi import MsgspecRouter, install_openapi
+
+from .cities import (
     LIMIT_MAX,
     PAGE_SIZE,
     Accepted,
@@ -17,8 +21,7 @@ from micro_cities import (
     Dataset,
     search,
 )
-
-from msgspec_fastapi import MsgspecRouter, install_openapi
+from .routetable import Item, make_items
 
 
 def build_app(data: Dataset) -> FastAPI:
@@ -53,4 +56,38 @@ def build_app(data: Dataset) -> FastAPI:
     app = FastAPI()
     app.include_router(router)
     install_openapi(app, router)
+    return app
+
+
+# The compiled route index, where this package has it: ours once it lands, never upstream
+# 0.0.4 (it has no IMPLEMENTATION, the mark of this fork).
+_install_dispatch = (
+    getattr(msgspec_fastapi, "install_dispatch", None)
+    if hasattr(msgspec_fastapi, "IMPLEMENTATION")
+    else None
+)
+ROUTE_INDEX = _install_dispatch is not None
+
+
+def build_table_app(size: int) -> FastAPI:
+    items = make_items()
+    app = FastAPI()
+    for k in range(size):
+        router = MsgspecRouter(prefix=f"/r{k}")
+
+        @router.get("/items/{item_id}")
+        async def get_item(item_id: int) -> Item:
+            item = items.get(item_id)
+            if item is None:
+                raise HTTPException(status_code=404, detail="item not found")
+            return item
+
+        @router.post("/items")
+        async def create_item(item: Item) -> Item:
+            return item
+
+        app.include_router(router)
+    # One call after the routers are included: the index is built from the finished table.
+    if _install_dispatch is not None:
+        _install_dispatch(app)
     return app

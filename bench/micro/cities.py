@@ -16,6 +16,8 @@ from urllib.parse import urlencode
 import msgspec
 from msgspec import Meta
 
+from .asgi import Case
+
 SEED = 20241130
 CITY_COUNT = 5000
 PAGE_SIZE = 100
@@ -186,26 +188,6 @@ def make_dataset() -> Dataset:
     return Dataset(cities, {c.id: c for c in cities}, index_by_country(cities))
 
 
-@dataclass(frozen=True)
-class RouteCase:
-    """One benchmarked request and the response every variant must give."""
-
-    key: str
-    method: str
-    path: str
-    query: bytes
-    body: bytes
-    expected: object
-
-    @property
-    def label(self) -> str:
-        return ROUTE_LABELS[self.key]
-
-    @property
-    def expected_body(self) -> bytes:
-        return msgspec.json.encode(self.expected)
-
-
 # Short names for the command line, and the labels the table shows.
 ROUTE_LABELS = {
     "validate": "POST /cities/validate",
@@ -217,7 +199,7 @@ ROUTE_KEYS = tuple(ROUTE_LABELS)
 SEARCH_FILTER = CitySearch(country="DE", min_population=1000, limit=PAGE_SIZE)
 
 
-def make_cases(data: Dataset) -> dict[str, RouteCase]:
+def make_cases(data: Dataset) -> dict[str, Case]:
     # A different slice from the list page, so the two routes do not share objects.
     upload = data.cities[2000 : 2000 + PAGE_SIZE]
     wanted = SEARCH_FILTER
@@ -228,30 +210,33 @@ def make_cases(data: Dataset) -> dict[str, RouteCase]:
     one = data.cities[1234]
     page = data.cities[:PAGE_SIZE]
     cases = [
-        RouteCase(
+        Case(
             "validate",
             "POST",
             "/cities/validate",
             b"",
             msgspec.json.encode(upload),
             Accepted(len(upload)),
+            ROUTE_LABELS["validate"],
         ),
-        RouteCase(
+        Case(
             "list",
             "GET",
             "/cities",
             urlencode({"limit": PAGE_SIZE}).encode(),
             b"",
             CityPage(count=len(page), items=page),
+            ROUTE_LABELS["list"],
         ),
-        RouteCase(
+        Case(
             "search",
             "POST",
             "/cities/search",
             b"",
             msgspec.json.encode(SEARCH_FILTER),
             CityPage(count=len(found), items=found),
+            ROUTE_LABELS["search"],
         ),
-        RouteCase("get", "GET", f"/cities/{one.id}", b"", b"", one),
+        Case("get", "GET", f"/cities/{one.id}", b"", b"", one, ROUTE_LABELS["get"]),
     ]
     return {case.key: case for case in cases}

@@ -1,0 +1,545 @@
+"""Micro benchmark: µs per request of MsgspecRouter and its neighbours, called in-process.
+
+Each variant runs in its own worker process (bench/micro/worker.py), all pinned to one CPU.
+The workers build the same apps, check their answers, warm up and size their batches;
+then, round after round, each worker in turn times one batch per route. The variant order
+is reversed every other round (ABBA), so slow drift of the machine cancels out of the ratios.
+
+Two modes. By default, four city routes in one router: validate, list, search, get.
+With --routers 1,30,300, the route table: apps of N routers (/r0 .. /r{N-1}, each with
+GET /items/{item_id} and POST /items), requests to the first and to the last router, and
+two more references besides the included-router floor: app-floor (the same endpoints as
+routes of the app itself) and bare (the same endpoints behind a dict lookup in a bare ASGI
+app). --routes then picks among get-first, get-last, post-first, post-last. The MsgspecRouter
+variants call msgspec_fastapi.install_dispatch(app) after including the routers, where
+this package has it (never upstream); the header says whether it was installed.
+
+    python bench/micro.py                      # full run, a couple of minutes
+    python bench/micro.py --quick              # smoke run of both modes for CI
+    python bench/micro.py --variants upstream,floor --routes validate,get --rounds 6
+    python bench/micro.py --routers 1,30,300 --rounds 10 --plot bench/results/routers.png
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from common import BENCH, ensure_upstream, log, versions
+
+from . import cities, routetable, routetable_report
+
+VARIANTS = ("compiled", "pure", "upstream", "pydantic", "litestar", "floor")
+# The route table's references besides the floor; they have no city routes.
+TABLE_VARIANTS = (*VARIANTS, "app-floor", "bare")
+# --quick without --routers smoke-tests the route table at these sizes too.
+QUICK_SIZES = (1, 30)
+# cpu: the worker process's CPU time, which other processes sharing the core do not inflate
+# (much); wall: elapsed time, the same as CPU time on an otherwise idle core.
+CLOCKS = ("cpu", "wall")
+VERSIONED = ("fastapi", "starlette", "msgspec", "pydantic", "litestar")
+
+
+class BenchError(Exception):
+    """Stops the run: a wrong answer, a crashed worker or a broken setup."""
+
+
+@dataclass(frozen=True)
+class Mode:
+    """What one set of workers measures: the city routes (sizes None) or a route table."""
+
+    variants: list[str]
+    routes: list[str]
+    sizes: list[int] | None = None
+
+    @property
+    def cases(self) -> list[str]:
+        if self.sizes is None:
+            return self.routes
+        return [routetable.case_key(n, route) for n in self.sizes for route in self.routes]
+
+    def label(self, case: str) -> str:
+        if self.sizes is None:
+            return cities.ROUTE_LABELS[case]
+        route, size = case.split("@")
+        return routetable.route_label(int(size), route)
+
+    @property
+    def bases(self) -> tuple[str, ...]:
+        """The variants whose per-round ratios go into the summary."""
+        if self.sizes is None:
+            return ("upstream", "floor")
+        return ("upstream", "floor", "app-floor", "bare")
+
+
+def _csv(allowed: tuple[str, ...]) -> Callable[[str], list[str]]:
+    def parse(text: str) -> list[str]:
+        names = [name.strip() for name in text.split(",") if name.strip()]
+        unknown = sorted(set(names) - set(allowed))
+        if unknown or not names:
+            raise argparse.ArgumentTypeError(f"choose from {','.join(allowed)}")
+        # Keep the canonical order, so tables and ABBA order do not depend on typing order.
+        return [name for name in allowed if name in names]
+
+    return parse
+
+
+def parse_sizes(text: str) -> list[int]:
+    """Router counts from `1,30,300`, sorted, each once."""
+    try:
+        sizes = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        sizes = []
+    if not sizes or sizes[0] < 1:
+        raise argparse.ArgumentTypeError("give router counts of 1 or more, e.g. 1,30,300")
+    return sizes
+
+
+def _modes(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[Mode]:
+    chosen = args.variants or list(TABLE_VARIANTS)
+    modes = []
+    if args.routers is None:
+        only_table = sorted(set(chosen) - set(VARIANTS))
+        if args.variants and only_table and not args.quick:
+            parser.error(f"{','.join(only_table)}: only with --routers")
+        routes = _csv(cities.ROUTE_KEYS)(args.routes) if args.routes else cities.ROUTE_KEYS
+        city_variants = [name for name in chosen if name in VARIANTS]
+        if city_variants:
+            modes.append(Mode(city_variants, list(routes)))
+    if args.routers is not None or args.quick:
+        table_routes = routetable.ROUTE_KEYS
+        if args.routes and args.routers is not None:
+            table_routes = _csv(routetable.ROUTE_KEYS)(args.routes)
+        modes.append(Mode(chosen, list(table_routes), args.routers or list(QUICK_SIZES)))
+    return modes
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: tiny batches, 2 rounds, timings meaningless; without --routers, the"
+        f" city routes and then the route table with {','.join(map(str, QUICK_SIZES))} routers",
+    )
+    parser.add_argument("--rounds", type=int, help="timed rounds (default 24, 2 with --quick)")
+    parser.add_argument(
+        "--routers",
+        type=parse_sizes,
+        metavar="N,N,...",
+        help="the route-table mode: apps of this many routers each (e.g. 1,30,300)",
+    )
+    parser.add_argument(
+        "--variants",
+        type=_csv(TABLE_VARIANTS),
+        help=f"{','.join(VARIANTS)}; with --routers also app-floor,bare (default: all)",
+    )
+    parser.add_argument(
+        "--routes",
+        help=f"{','.join(cities.ROUTE_KEYS)}; with --routers"
+        f" {','.join(routetable.ROUTE_KEYS)} (default: all)",
+    )
+    parser.add_argument("--cpu", type=int, help="CPU to pin every worker to (default: the last)")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="write all results here")
+    parser.add_argument(
+        "--batch-seconds", type=float, help="target time of one timed batch (default 0.1)"
+    )
+    parser.add_argument(
+        "--warmup-seconds", type=float, help="warm-up per route and variant (default 0.5)"
+    )
+    parser.add_argument(
+        "--clock", choices=CLOCKS, default="cpu", help="time the table is based on (default cpu)"
+    )
+    parser.add_argument(
+        "--strict", action="store_true", help="fail instead of skipping a missing variant"
+    )
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        metavar="FILE",
+        help="route-table mode: draw µs/req against routers into FILE (needs matplotlib:"
+        " pip install -r bench/requirements-plot.txt)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        args.modes = _modes(parser, args)
+    except argparse.ArgumentTypeError as error:
+        parser.error(f"--routes: {error}")
+    if not args.modes:
+        parser.error("no variant to measure")
+    if args.plot and not any(mode.sizes for mode in args.modes):
+        parser.error("--plot needs the route-table mode (--routers)")
+    # Checked before the run, not after minutes of it.
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        parser.error("--plot needs matplotlib: pip install -r bench/requirements-plot.txt")
+    if args.rounds is None:
+        args.rounds = 2 if args.quick else 24
+    if args.batch_seconds is None:
+        # Short batches and many rounds: a burst from another process spoils few pairs, and
+        # the median of the per-round ratios drops them.
+        args.batch_seconds = 0.005 if args.quick else 0.1
+    if args.warmup_seconds is None:
+        args.warmup_seconds = 0.02 if args.quick else 0.5
+    allowed = sorted(os.sched_getaffinity(0))
+    if args.cpu is None:
+        args.cpu = allowed[-1]
+    if args.cpu not in allowed:
+        parser.error(f"--cpu {args.cpu} is not one of the usable CPUs {allowed}")
+    if args.rounds < 1 or args.batch_seconds <= 0 or args.warmup_seconds < 0:
+        parser.error("--rounds must be at least 1 and the times positive")
+    return args
+
+
+@dataclass
+class Worker:
+    variant: str
+    process: subprocess.Popen[str]
+    info: dict[str, Any] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def start(cls, variant: str, cpu: int, sizes: list[int] | None) -> "Worker":
+        # The same string hashing in every worker and run, one less source of noise.
+        env = dict(os.environ, PYTHONHASHSEED="0")
+        # Run from bench/, so that the worker imports the package and common.py from there.
+        command = [sys.executable, "-m", "micro.worker", variant, "--cpu", str(cpu)]
+        if sizes is not None:
+            command += ["--routers", ",".join(map(str, sizes))]
+        process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=BENCH
+        )
+        return cls(variant, process)
+
+    def read(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            code = self.process.wait()
+            raise BenchError(f"worker {self.variant} exited (code {code}); see its stderr above")
+        message: dict[str, Any] = json.loads(line)
+        if message.get("status") == "error":
+            raise BenchError(f"worker {self.variant} failed: {message['message']}")
+        return message
+
+    def ask(self, op: str, **fields: object) -> dict[str, Any]:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps({"op": op, **fields}) + "\n")
+        self.process.stdin.flush()
+        return self.read()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            try:
+                self.ask("quit")
+                self.process.wait(timeout=10)
+            except (BenchError, OSError, subprocess.TimeoutExpired):
+                self.kill()
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _iqr_percent(values: list[float]) -> float:
+    if len(values) < 2:
+        return 0.0
+    low, _, high = statistics.quantiles(values, n=4)
+    return 100 * (high - low) / statistics.median(values)
+
+
+def summarize(
+    times: dict[str, dict[str, list[float]]], bases: tuple[str, ...]
+) -> dict[str, dict[str, dict[str, Any]]]:
+    summary: dict[str, dict[str, dict[str, Any]]] = {}
+    for route, by_variant in times.items():
+        summary[route] = {}
+        for variant, values in by_variant.items():
+            row: dict[str, Any] = {
+                "median_us": statistics.median(values),
+                "iqr_percent": _iqr_percent(values),
+            }
+            for base in bases:
+                if base in by_variant:
+                    # Ratios within each round first, so drift between rounds cancels out.
+                    ratios = [v / b for v, b in zip(values, by_variant[base], strict=True)]
+                    row[f"ratio_to_{base}"] = statistics.median(ratios)
+                    row[f"round_ratios_to_{base}"] = ratios
+            summary[route][variant] = row
+    return summary
+
+
+def print_header(out: TextIO, args: argparse.Namespace, meta: dict[str, Any]) -> None:
+    versions = ", ".join(f"{name} {meta[name]}" for name in VERSIONED if meta.get(name))
+    print(
+        f"micro benchmark: in-process ASGI, all variants pinned to CPU {args.cpu}, "
+        f"{args.rounds} rounds, ~{args.batch_seconds:g} s per batch, {args.clock} time"
+        + (" (--quick: timings are not meaningful)" if args.quick else ""),
+        file=out,
+    )
+    print(f"python {meta['python']}, {versions}; {meta['cpu_model']}", file=out)
+
+
+def route_index_note(workers: list[Worker]) -> str:
+    """Whether our variants ran with the compiled route index (install_dispatch)."""
+    ours = [w for w in workers if w.variant in ("compiled", "pure")]
+    with_index = [w.variant for w in ours if w.info.get("route_index")]
+    if with_index:
+        installed = ", ".join(with_index)
+        return f"route index (msgspec_fastapi.install_dispatch): installed in {installed}"
+    if ours:
+        return "route index: not installed (this msgspec_fastapi has no install_dispatch)"
+    return "route index: no variant of ours ran"
+
+
+def print_table(
+    out: TextIO,
+    summary: dict[str, dict[str, dict[str, Any]]],
+    mode: Mode,
+    skipped: dict[str, str],
+) -> None:
+    print(
+        "µs/req: median over rounds; iqr: interquartile range of the rounds, % of the median;"
+        " vs x: median of the per-round time ratios to x, lower is faster",
+        file=out,
+    )
+    for route, rows in summary.items():
+        print(f"\n{mode.label(route)}", file=out)
+        print(
+            f"  {'variant':<10} {'µs/req':>9} {'iqr':>6} {'vs upstream':>12} {'vs floor':>9}",
+            file=out,
+        )
+        for variant, row in rows.items():
+            up = row.get("ratio_to_upstream")
+            floor = row.get("ratio_to_floor")
+            print(
+                f"  {variant:<10} {row['median_us']:>9.1f} {row['iqr_percent']:>5.1f}%"
+                f" {f'{up:.2f}x' if up is not None else '-':>12}"
+                f" {f'{floor:.2f}x' if floor is not None else '-':>9}",
+                file=out,
+            )
+    print_skipped(out, skipped)
+
+
+def print_skipped(out: TextIO, skipped: dict[str, str]) -> None:
+    if skipped:
+        print(file=out)
+    for variant, reason in skipped.items():
+        print(f"skipped {variant}: {reason}", file=out)
+
+
+def start_workers(args: argparse.Namespace, mode: Mode, skipped: dict[str, str]) -> list[Worker]:
+    variants = list(mode.variants)
+    if "upstream" in variants and (reason := ensure_upstream()):
+        skipped["upstream"] = reason
+        variants.remove("upstream")
+    log(f"starting {len(variants)} workers on CPU {args.cpu}: {', '.join(variants)}")
+    # Started together: setup is not timed, and each worker then waits for its commands.
+    pending = [Worker.start(variant, args.cpu, mode.sizes) for variant in variants]
+    ready: list[Worker] = []
+    try:
+        fingerprints = {}
+        for worker in pending:
+            message = worker.read()
+            if message["status"] == "skipped":
+                skipped[worker.variant] = message["reason"]
+                worker.process.wait()
+                log(f"  {worker.variant}: skipped, {message['reason']}")
+                continue
+            worker.info = message["info"]
+            fingerprints[worker.variant] = message["fingerprint"]
+            ready.append(worker)
+            log(f"  {worker.variant}: ready, answers checked")
+        if len(set(fingerprints.values())) > 1:
+            raise BenchError(f"workers generated different data: {fingerprints}")
+    except BaseException:
+        for worker in pending:
+            worker.kill()
+        raise
+    if args.strict and skipped:
+        for worker in ready:
+            worker.stop()
+        raise BenchError(f"--strict and variants were skipped: {', '.join(skipped)}")
+    return ready
+
+
+def warm_up(workers: list[Worker], cases: list[str], args: argparse.Namespace) -> None:
+    # One worker at a time, so calibration never shares the CPU with another worker.
+    for worker in workers:
+        parts = []
+        for route in cases:
+            answer = worker.ask(
+                "warmup", route=route, seconds=args.warmup_seconds, target=args.batch_seconds
+            )
+            worker.counts[route] = answer["count"]
+            parts.append(f"{route} {answer['us']:.1f} µs x{answer['count']}")
+        log(f"  warmed up {worker.variant}: {', '.join(parts)}")
+
+
+def run_rounds(workers: list[Worker], cases: list[str], args: argparse.Namespace) -> dict[str, Any]:
+    """Per clock, route and variant: µs per request of each round, in round order."""
+    times: dict[str, dict[str, dict[str, list[float]]]] = {
+        clock: {route: {worker.variant: [] for worker in workers} for route in cases}
+        for clock in CLOCKS
+    }
+    orders = []
+    width = max(len(worker.variant) for worker in workers)
+    case_width = max(len(case) for case in cases)
+    for index in range(args.rounds):
+        started = time.perf_counter()
+        # ABBA: every other round runs the variants in reverse order.
+        order = workers if index % 2 == 0 else workers[::-1]
+        orders.append([worker.variant for worker in order])
+        for route in cases:
+            wall_total = cpu_total = 0
+            for worker in order:
+                count = worker.counts[route]
+                answer = worker.ask("run", route=route, count=count)
+                for clock in CLOCKS:
+                    times[clock][route][worker.variant].append(answer[f"{clock}_ns"] / count / 1e3)
+                wall_total += answer["wall_ns"]
+                cpu_total += answer["cpu_ns"]
+            line = "  ".join(
+                f"{worker.variant:>{width}} {times[args.clock][route][worker.variant][-1]:8.1f}"
+                for worker in workers
+            )
+            # Wall time well above CPU time means another process took turns on the CPU.
+            shared = 100 * (wall_total / max(cpu_total, 1) - 1)
+            note = f"  (wall {shared:+.0f}% over CPU: CPU shared)" if shared > 5 else ""
+            log(f"round {index + 1:>2}/{args.rounds} {route:<{case_width}} µs/req: {line}{note}")
+        log(f"round {index + 1:>2}/{args.rounds} took {time.perf_counter() - started:.1f} s")
+    return {"times": times, "orders": orders}
+
+
+def write_json(
+    path: Path,
+    args: argparse.Namespace,
+    mode: Mode,
+    meta: dict[str, Any],
+    summary: dict[str, dict[str, dict[str, Any]]],
+    rounds: dict[str, Any],
+    workers: list[Worker],
+    skipped: dict[str, str],
+) -> None:
+    config = {
+        name: getattr(args, name)
+        for name in ("rounds", "batch_seconds", "warmup_seconds", "quick", "clock", "cpu")
+    }
+    config["routers"] = mode.sizes
+    variants: dict[str, Any] = {
+        worker.variant: {"status": "ok", "info": worker.info, "batch": worker.counts}
+        for worker in workers
+    }
+    variants.update(
+        {name: {"status": "skipped", "reason": reason} for name, reason in skipped.items()}
+    )
+    routes = {
+        route: {
+            "label": mode.label(route),
+            "summary": rows,
+            "rounds_us": {clock: rounds["times"][clock][route] for clock in CLOCKS},
+        }
+        for route, rows in summary.items()
+    }
+    result = {
+        "meta": meta,
+        "config": config,
+        "variants": variants,
+        "round_orders": rounds["orders"],
+        "routes": routes,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2, default=str) + "\n")
+    log(f"results written to {path}")
+
+
+def run_mode(
+    args: argparse.Namespace, mode: Mode, meta: dict[str, Any], json_path: Path | None
+) -> int:
+    started = time.perf_counter()
+    skipped: dict[str, str] = {}
+    workers: list[Worker] = []
+    try:
+        workers = start_workers(args, mode, skipped)
+        if not workers:
+            raise BenchError("no variant could run")
+        warm_up(workers, mode.cases, args)
+        rounds = run_rounds(workers, mode.cases, args)
+    except BenchError as error:
+        log(f"error: {error}")
+        return 1
+    finally:
+        for worker in workers:
+            worker.stop()
+
+    times = rounds["times"][args.clock]
+    summary = summarize(times, mode.bases)
+    log(f"done in {time.perf_counter() - started:.0f} s")
+    print_header(sys.stdout, args, meta)
+    if mode.sizes is None:
+        print_table(sys.stdout, summary, mode, skipped)
+    else:
+        sizes = ", ".join(map(str, mode.sizes))
+        print(f"route table: {sizes} routers; {route_index_note(workers)}", file=sys.stdout)
+        routetable_report.print_tables(sys.stdout, summary, mode.sizes)
+        routetable_report.print_targets(sys.stdout, routetable_report.targets(times, mode.sizes))
+        print_skipped(sys.stdout, skipped)
+        if args.plot:
+            routetable_report.plot(args.plot, summary, mode.sizes)
+            log(f"plot written to {args.plot}")
+    if json_path:
+        write_json(json_path, args, mode, meta, summary, rounds, workers, skipped)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    # Keep the driver off the benchmark CPU when another one is free; it mostly sleeps anyway.
+    others = set(os.sched_getaffinity(0)) - {args.cpu}
+    if others:
+        os.sched_setaffinity(0, others)
+    meta: dict[str, Any] = {
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "cpu_model": cpu_model(),
+        "cpu": args.cpu,
+        "cpu_count": os.cpu_count(),
+        **versions(VERSIONED),
+    }
+    for index, mode in enumerate(args.modes):
+        json_path = args.json
+        # Two modes (--quick): the route table's results beside the cities', not over them.
+        if json_path and index > 0:
+            json_path = json_path.with_stem(f"{json_path.stem}-routers")
+        if index > 0:
+            print(file=sys.stdout)
+        code = run_mode(args, mode, meta, json_path)
+        if code:
+            return code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
