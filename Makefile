@@ -96,6 +96,15 @@ FUZZ_SECONDS ?= 60
 fuzz: $(VENV)/.installed
 	$(PY) tests/fuzz/run.py --seconds $(FUZZ_SECONDS)
 
+# The routing differential's long mode: at least FUZZ_ROUTING_CASES requests compared
+# between FastAPI's routing and install_dispatch (each on both twins); see
+# tests/test_dispatch_differential.py.
+FUZZ_ROUTING_CASES ?= 100000
+.PHONY: fuzz-routing
+fuzz-routing: $(VENV)/.installed
+	MSGSPEC_FASTAPI_DIFF_CASES=$(FUZZ_ROUTING_CASES) $(PY) -m pytest -q -s -m fuzz_routing \
+		tests/test_dispatch_differential.py
+
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
