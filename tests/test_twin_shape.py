@@ -15,7 +15,11 @@ from pathlib import Path
 
 import pytest
 
-SOURCE = Path(__file__).resolve().parent.parent / "src" / "msgspec_fastapi"
+import msgspec_fastapi
+
+# The package's own folder: src/ in a checkout, site-packages for an installed wheel or
+# sdist (both ship the .pyx beside the pure twin).
+SOURCE = Path(msgspec_fastapi.__file__).resolve().parent
 PURE = SOURCE / "_fastpath_py.py"
 COMPILED = SOURCE / "_fastpath.pyx"
 COMPILED_ONLY = "# compiled only:"
