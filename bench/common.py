@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
@@ -142,3 +143,13 @@ def import_router_package(
         found = getattr(module, "__version__", None) or version(UPSTREAM_DIST)
     info = {"file": file, "implementation": implementation, "version": found}
     return module, info
+
+
+def route_index_installer(package: Any) -> Callable[[Any], None] | None:
+    """`install_dispatch` of an imported `msgspec_fastapi`, where it has one.
+
+    Ours has it; upstream 0.0.4 never does (it lacks IMPLEMENTATION, this fork's mark).
+    """
+    if not hasattr(package, "IMPLEMENTATION"):
+        return None
+    return getattr(package, "install_dispatch", None)

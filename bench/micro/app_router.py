@@ -6,6 +6,7 @@ before this module is imported, so the three variants run exactly this code.
 
 from typing import Annotated
 
+from common import route_index_installer
 from fastapi import FastAPI, HTTPException, Path, Query
 
 import msgspec_fastapi
@@ -23,13 +24,8 @@ from .cities import (
 )
 from .routetable import Item, make_items
 
-# The compiled route index, where this package has it: ours once it lands, never upstream
-# 0.0.4 (it has no IMPLEMENTATION, the mark of this fork).
-_install_dispatch = (
-    getattr(msgspec_fastapi, "install_dispatch", None)
-    if hasattr(msgspec_fastapi, "IMPLEMENTATION")
-    else None
-)
+# The compiled route index where this package has it (never upstream 0.0.4).
+_install_dispatch = route_index_installer(msgspec_fastapi)
 ROUTE_INDEX = _install_dispatch is not None
 
 

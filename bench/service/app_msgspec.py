@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from typing import Annotated
 
 import msgspec
+from common import route_index_installer
 from database import CityStore
 from fastapi import FastAPI, Query
 from schemas_msgspec import Accepted, City, CityBatch, CityPage, CitySearch, CitySearchResult
@@ -61,6 +62,7 @@ async def search_cities(query: CitySearch) -> CitySearchResult:
 app = FastAPI(lifespan=lifespan)
 app.include_router(router)
 install_openapi(app, router)
-# The route index where the package has it: ours, not upstream 0.0.4 (no IMPLEMENTATION).
-if hasattr(msgspec_fastapi, "IMPLEMENTATION") and hasattr(msgspec_fastapi, "install_dispatch"):
-    msgspec_fastapi.install_dispatch(app)
+# The route index where the package has it: ours, not upstream 0.0.4.
+install_dispatch = route_index_installer(msgspec_fastapi)
+if install_dispatch is not None:
+    install_dispatch(app)
