@@ -29,6 +29,7 @@ from msgspec_fastapi._shared import (
     body_too_large,
     get_route_path,
     malformed_json,
+    malformed_msgpack,
     nested_too_deeply,
     response_invalid,
     route_selected,
@@ -44,6 +45,9 @@ cdef object MISSING = _shared.MISSING
 cdef bytes EMPTY_OBJECT = _shared.EMPTY_OBJECT
 cdef frozenset BODYLESS_STATUSES = _shared.BODYLESS_STATUSES
 cdef tuple JSON_CONTENT_TYPE = _shared.JSON_CONTENT_TYPE
+cdef tuple MSGPACK_CONTENT_TYPE = _shared.MSGPACK_CONTENT_TYPE
+cdef tuple VARY_ACCEPT = _shared.VARY_ACCEPT
+cdef frozenset MSGPACK_MEDIA_TYPES = _shared.MSGPACK_MEDIA_TYPES
 cdef bytes CONTENT_LENGTH = _shared.CONTENT_LENGTH
 cdef int OUTPUT_TRUSTED = _shared.OUTPUT_TRUSTED
 cdef int OUTPUT_UNTYPED = _shared.OUTPUT_UNTYPED
@@ -78,14 +82,91 @@ cpdef bint is_json_media_type(object value):
     return media.startswith(b"application/") and media.endswith(b"+json")
 
 
+cpdef bint is_msgpack_media_type(object value):
+    """One of MessagePack's three media types, any parameters, any letter case."""
+    return value.split(b";", 1)[0].strip(ASCII_SPACE).lower() in MSGPACK_MEDIA_TYPES
+
+
+cdef double accept_quality(bytes params):
+    cdef bytes param, name, value
+    cdef double quality
+    for param in params.split(b";"):
+        name, _, value = param.partition(b"=")
+        if name.strip(ASCII_SPACE) == b"q":
+            try:
+                quality = float(value)
+            except ValueError:
+                return -1.0
+            return quality if 0.0 <= quality <= 1.0 else -1.0
+    return 1.0
+
+
+cdef inline bint outranks(int level, double quality, int best_level, double best_quality):
+    return level > best_level or (level == best_level and quality > best_quality)
+
+
+cpdef bint prefers_msgpack(object headers):
+    """Whether the request's Accept ranks MessagePack above JSON; see the pure twin."""
+    cdef bytes accept = b""
+    cdef object name, value
+    cdef bytes part, media, params
+    cdef bint is_json
+    cdef double quality
+    cdef double json_quality = 0.0, msgpack_quality = 0.0
+    cdef int level
+    cdef int json_level = -1, msgpack_level = -1
+    cdef Py_ssize_t json_at = 0, msgpack_at = 0
+    cdef Py_ssize_t position = 0
+    for name, value in headers:
+        if name == b"accept":
+            accept = value if not accept else accept + b"," + value
+    accept = accept.lower()
+    if b"msgpack" not in accept and b"json" not in accept:
+        return False
+    for part in accept.split(b","):
+        position += 1
+        media, _, params = part.partition(b";")
+        media = media.strip(ASCII_SPACE)
+        is_json = media == b"application/json"
+        if media == b"*/*":
+            level = 0
+        elif media == b"application/*":
+            level = 1
+        elif is_json or media in MSGPACK_MEDIA_TYPES:
+            level = 2
+        else:
+            continue
+        quality = accept_quality(params)
+        if quality < 0.0:
+            continue
+        if (level < 2 or is_json) and outranks(level, quality, json_level, json_quality):
+            json_level, json_quality, json_at = level, quality, position
+        if (level < 2 or not is_json) and outranks(
+            level, quality, msgpack_level, msgpack_quality
+        ):
+            msgpack_level, msgpack_quality, msgpack_at = level, quality, position
+    if msgpack_quality <= 0.0:
+        return False
+    if msgpack_quality != json_quality:
+        return msgpack_quality > json_quality
+    if msgpack_level != json_level:
+        return msgpack_level > json_level
+    return msgpack_at < json_at
+
+
 cdef inline bint body_allowed(int status_code):
     return status_code >= 200 and status_code not in BODYLESS_STATUSES
 
 
-cdef inline list json_headers(int status_code, bytes body):
+cdef inline list response_headers(int status_code, bytes body, tuple content_type, bint vary):
+    cdef list headers
     if not body_allowed(status_code):
-        return [JSON_CONTENT_TYPE]
-    return [(CONTENT_LENGTH, str(len(body)).encode("latin-1")), JSON_CONTENT_TYPE]
+        headers = [content_type]
+    else:
+        headers = [(CONTENT_LENGTH, str(len(body)).encode("latin-1")), content_type]
+    if vary:
+        headers.append(VARY_ACCEPT)
+    return headers
 
 
 cdef inline bint all_of_class(object items, object cls):
@@ -327,9 +408,14 @@ cdef class RouteRuntime:
     cdef object default
     cdef bint embedded
     cdef object report_invalid
+    cdef object msgpack_decoder
+    cdef object report_invalid_msgpack
+    cdef bint accepts_msgpack
     cdef bint strict_content_type
     cdef int output_mode
     cdef object encoder
+    cdef object msgpack_encoder
+    cdef bint negotiates
     cdef object output_decoder
     cdef object output_type
     cdef object trusted_class
@@ -349,10 +435,15 @@ cdef class RouteRuntime:
         self.default = body.default if body is not None else None
         self.embedded = body.embedded if body is not None else False
         self.report_invalid = body.report_invalid if body is not None else None
+        self.msgpack_decoder = body.msgpack_decoder if body is not None else None
+        self.report_invalid_msgpack = body.report_invalid_msgpack if body is not None else None
+        self.accepts_msgpack = self.msgpack_decoder is not None
         self.strict_content_type = plan.strict_content_type
         output = plan.output
         self.output_mode = output.mode if output is not None else OUTPUT_UNTYPED
         self.encoder = output.encoder if output is not None else None
+        self.msgpack_encoder = output.msgpack_encoder if output is not None else None
+        self.negotiates = self.msgpack_encoder is not None
         self.output_decoder = output.decoder if output is not None else None
         self.output_type = output.output_type if output is not None else None
         self.trusted_class = output.trusted_class if output is not None else None
@@ -367,17 +458,20 @@ cdef class RouteRuntime:
 
     # -- body -----------------------------------------------------------------------
 
-    cdef check_content_type(self, object headers):
+    cdef bint check_content_type(self, object headers) except -1:
         cdef object name, value
         for name, value in headers:
             if name == b"content-type":
                 if not value:
                     break
-                if not is_json_media_type(value):
-                    raise unsupported_media_type()
-                return
+                if is_json_media_type(value):
+                    return False
+                if self.accepts_msgpack and is_msgpack_media_type(value):
+                    return True
+                raise unsupported_media_type(self.accepts_msgpack)
         if self.strict_content_type:
-            raise unsupported_media_type()
+            raise unsupported_media_type(self.accepts_msgpack)
+        return False
 
     cpdef check_declared_length(self, object headers):
         """413 before reading, when Content-Length already exceeds the route's limit."""
@@ -402,22 +496,26 @@ cdef class RouteRuntime:
     def parse_body(self, scope, bytes raw):
         if not raw:
             if self.embedded:
-                return self.decode(raw)
+                return self.decode(raw, False)
             if self.default is MISSING:
                 return body_missing()
             return deepcopy(self.default)
-        self.check_content_type(scope["headers"])
-        return self.decode(raw)
+        return self.decode(raw, self.check_content_type(scope["headers"]))
 
-    cdef decode(self, bytes raw):
+    cdef decode(self, bytes raw, bint msgpack):
         try:
-            value = self.decoder.decode(raw or EMPTY_OBJECT)
+            if msgpack:
+                value = self.msgpack_decoder.decode(raw)
+            else:
+                value = self.decoder.decode(raw or EMPTY_OBJECT)
         except ValidationError as exc:
+            if msgpack:
+                return self.report_invalid_msgpack(exc, raw)
             return self.report_invalid(exc, raw)
         except (DecodeError, UnicodeDecodeError) as exc:
-            raise malformed_json(exc) from exc
+            raise (malformed_msgpack(exc) if msgpack else malformed_json(exc)) from exc
         except RecursionError as exc:
-            raise nested_too_deeply() from exc
+            raise nested_too_deeply(msgpack) from exc
         return asdict(value) if self.embedded else value
 
     # -- response -------------------------------------------------------------------
@@ -441,11 +539,13 @@ cdef class RouteRuntime:
             return type(result) is tuple and all_of_class(result, cls)
         return type(result) is cls
 
-    cpdef bytes encode(self, object result):
+    cpdef bytes encode(self, object result, bint msgpack=False):
         cdef int mode = self.output_mode
-        if mode == OUTPUT_UNTYPED or (mode == OUTPUT_TRUSTED and self.is_trusted(result)):
-            return self.encoder.encode(result)
-        return self.encoder.encode(self.validate(result))
+        if not (mode == OUTPUT_UNTYPED or (mode == OUTPUT_TRUSTED and self.is_trusted(result))):
+            result = self.validate(result)
+        if msgpack:
+            return self.msgpack_encoder.encode(result)
+        return self.encoder.encode(result)
 
     cdef validate(self, object result):
         try:
@@ -453,12 +553,14 @@ cdef class RouteRuntime:
         except (TypeError, ValueError, OverflowError) as exc:
             return revalidate_builtins(result, self.output_type, exc)
 
-    def respond(self, result, status_code, list extra_headers):
+    def respond(self, result, status_code, list extra_headers, object request_headers):
         cdef int status = status_code or self.status_code
-        cdef bytes body = self.encode(result)
+        cdef bint msgpack = self.negotiates and prefers_msgpack(request_headers)
+        cdef bytes body = self.encode(result, msgpack)
         if not body_allowed(status):
             body = b""
-        cdef list headers = json_headers(status, body)
+        cdef tuple content_type = MSGPACK_CONTENT_TYPE if msgpack else JSON_CONTENT_TYPE
+        cdef list headers = response_headers(status, body, content_type, self.negotiates)
         headers.extend(extra_headers)
         return PreparedResponse(body, status, headers)
 
@@ -515,6 +617,8 @@ cdef class RouteRuntime:
         cdef dict values
         cdef list errors
         cdef int status
+        cdef bint msgpack
+        cdef tuple content_type
         cdef bytes payload
         try:
             # read_raw's steps, inline: two coroutines less per request.
@@ -542,15 +646,17 @@ cdef class RouteRuntime:
                 await result(scope, receive, tracker)
                 return
             status = self.status_code
-            payload = self.encode(result)
+            msgpack = self.negotiates and prefers_msgpack(scope["headers"])
+            payload = self.encode(result, msgpack)
             if not body_allowed(status):
                 payload = b""
+            content_type = MSGPACK_CONTENT_TYPE if msgpack else JSON_CONTENT_TYPE
             started = True
             await send(
                 {
                     "type": "http.response.start",
                     "status": status,
-                    "headers": json_headers(status, payload),
+                    "headers": response_headers(status, payload, content_type, self.negotiates),
                 }
             )
             await send({"type": "http.response.body", "body": payload})

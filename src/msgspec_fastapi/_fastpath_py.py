@@ -10,8 +10,11 @@ Both twins implement one contract over a route's plan (`_plan.RoutePlan`):
   decoded value, or a `RequestValidationError` to raise once dependencies have run (a
   missing or invalid body is a 422, which a failing dependency must be able to pre-empt).
   It raises `HTTPException` 415 for a non-JSON content type, 400 for malformed or too
-  deeply nested JSON, and `ClientDisconnect` when the client goes away mid-body.
-- `runtime.encode(result)` turns an endpoint's return value into JSON bytes: instances
+  deeply nested JSON, and `ClientDisconnect` when the client goes away mid-body. Routes
+  that accept MessagePack also decode `application/msgpack` bodies (and its two other
+  names) into the same type, with the same errors.
+- `runtime.encode(result, msgpack)` turns an endpoint's return value into JSON (or
+  MessagePack) bytes: instances
   of exactly the declared Struct class (and containers of them) are trusted and encoded
   once, other values are validated against the declared type first (a failure raises
   `ResponseValidationError`), and untyped routes are encoded as they are.
@@ -22,8 +25,10 @@ Both twins implement one contract over a route's plan (`_plan.RoutePlan`):
   `MsgspecRoute.matches` and `MsgspecRoute.handle`: they find the matcher and the
   direct-tier app registration left on the inclusion context FastAPI is trying, and fall
   back to `APIRoute`'s own methods everywhere else.
-- `runtime.respond(result, status_code, extra_headers)` is `encode` plus a Response
-  object, for the delegated tier where FastAPI's handler expects one.
+- `runtime.respond(result, status_code, extra_headers, request_headers)` is `encode` plus
+  a Response object, for the delegated tier where FastAPI's handler expects one. Routes
+  that negotiate MessagePack answer in it when the request's Accept prefers it
+  (`prefers_msgpack`), and send `Vary: Accept` either way.
 - `await runtime(scope, receive, send)` is the direct tier's whole ASGI app: body, then
   parameters, the endpoint (sync ones in the threadpool), and the response sent straight
   to `send`. Exceptions reach the application's exception handlers as they would from
@@ -63,6 +68,7 @@ from ._shared import (
     body_too_large,
     get_route_path,
     malformed_json,
+    malformed_msgpack,
     nested_too_deeply,
     response_invalid,
     route_selected,
@@ -78,6 +84,9 @@ MISSING = _shared.MISSING
 EMPTY_OBJECT = _shared.EMPTY_OBJECT
 BODYLESS_STATUSES = _shared.BODYLESS_STATUSES
 JSON_CONTENT_TYPE = _shared.JSON_CONTENT_TYPE
+MSGPACK_CONTENT_TYPE = _shared.MSGPACK_CONTENT_TYPE
+VARY_ACCEPT = _shared.VARY_ACCEPT
+MSGPACK_MEDIA_TYPES = _shared.MSGPACK_MEDIA_TYPES
 CONTENT_LENGTH = _shared.CONTENT_LENGTH
 OUTPUT_TRUSTED = _shared.OUTPUT_TRUSTED
 OUTPUT_UNTYPED = _shared.OUTPUT_UNTYPED
@@ -112,15 +121,93 @@ def is_json_media_type(value: bytes) -> bool:
     return media.startswith(b"application/") and media.endswith(b"+json")
 
 
+def is_msgpack_media_type(value: bytes) -> bool:
+    """One of MessagePack's three media types, any parameters, any letter case."""
+    return value.split(b";", 1)[0].strip(ASCII_SPACE).lower() in MSGPACK_MEDIA_TYPES
+
+
+def accept_quality(params: bytes) -> float:
+    """The q-value among a media range's parameters: 1 without one, -1 when invalid."""
+    for param in params.split(b";"):
+        name, _, value = param.partition(b"=")
+        if name.strip(ASCII_SPACE) == b"q":
+            try:
+                quality = float(value)
+            except ValueError:
+                return -1.0
+            return quality if 0.0 <= quality <= 1.0 else -1.0
+    return 1.0
+
+
+def outranks(level: int, quality: float, best_level: int, best_quality: float) -> bool:
+    """Whether a matching range says more than the best so far: more specific, or as
+    specific with a higher quality."""
+    return level > best_level or (level == best_level and quality > best_quality)
+
+
+def prefers_msgpack(headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    """Whether the request's Accept ranks MessagePack above JSON, the default.
+
+    Each format takes the quality of the most specific range that matches it (RFC 9110
+    §12.5.1), any of MessagePack's names counting as its own. MessagePack wins with a
+    higher quality; at equal quality, with a more specific range, then with one listed
+    earlier. A quality of 0 is "not acceptable"; ranges that cannot be read are skipped.
+    """
+    accept = b""
+    for name, value in headers:
+        if name == b"accept":
+            accept = value if not accept else accept + b"," + value
+    accept = accept.lower()
+    if b"msgpack" not in accept and b"json" not in accept:
+        return False  # whatever range matches one matches the other alike
+    json_quality = msgpack_quality = 0.0
+    json_level = msgpack_level = -1  # 0 for */*, 1 for application/*, 2 for the type
+    json_at = msgpack_at = 0
+    position = 0
+    for part in accept.split(b","):
+        position += 1
+        media, _, params = part.partition(b";")
+        media = media.strip(ASCII_SPACE)
+        is_json = media == b"application/json"
+        if media == b"*/*":
+            level = 0
+        elif media == b"application/*":
+            level = 1
+        elif is_json or media in MSGPACK_MEDIA_TYPES:
+            level = 2
+        else:
+            continue
+        quality = accept_quality(params)
+        if quality < 0.0:
+            continue
+        if (level < 2 or is_json) and outranks(level, quality, json_level, json_quality):
+            json_level, json_quality, json_at = level, quality, position
+        if (level < 2 or not is_json) and outranks(level, quality, msgpack_level, msgpack_quality):
+            msgpack_level, msgpack_quality, msgpack_at = level, quality, position
+    if msgpack_quality <= 0.0:
+        return False
+    if msgpack_quality != json_quality:
+        return msgpack_quality > json_quality
+    if msgpack_level != json_level:
+        return msgpack_level > json_level
+    return msgpack_at < json_at
+
+
 def body_allowed(status_code: int) -> bool:
     return status_code >= 200 and status_code not in BODYLESS_STATUSES
 
 
-def json_headers(status_code: int, body: bytes) -> list[tuple[bytes, bytes]]:
-    """Headers in the order Starlette's JSONResponse writes them."""
+def response_headers(
+    status_code: int, body: bytes, content_type: tuple[bytes, bytes], vary: bool
+) -> list[tuple[bytes, bytes]]:
+    """Headers in the order Starlette's JSONResponse writes them, then `Vary: Accept`."""
     if not body_allowed(status_code):
-        return [JSON_CONTENT_TYPE]
-    return [(CONTENT_LENGTH, str(len(body)).encode("latin-1")), JSON_CONTENT_TYPE]
+        headers = [content_type]
+    else:
+        headers = [(CONTENT_LENGTH, str(len(body)).encode("latin-1")), content_type]
+    if vary:
+        headers.append(VARY_ACCEPT)
+    return headers
 
 
 def all_of_class(items: Iterable[Any], cls: type | None) -> bool:
@@ -371,6 +458,7 @@ class RouteRuntime:
     """Per-route state for the request path; see the module docstring."""
 
     __slots__ = (
+        "accepts_msgpack",
         "body_name",
         "container",
         "decoder",
@@ -381,12 +469,16 @@ class RouteRuntime:
         "has_body",
         "is_coroutine",
         "max_body_size",
+        "msgpack_decoder",
+        "msgpack_encoder",
+        "negotiates",
         "output_decoder",
         "output_mode",
         "output_type",
         "params",
         "plan",
         "report_invalid",
+        "report_invalid_msgpack",
         "status_code",
         "strict_content_type",
         "trusted_class",
@@ -395,9 +487,12 @@ class RouteRuntime:
     # Registration's objects (decoders, encoders, the endpoint) are Any: the compiled
     # twin reads them as `object` too, and the plan is what types them.
     decoder: Any
+    msgpack_decoder: Any
     encoder: Any
+    msgpack_encoder: Any
     output_decoder: Any
     report_invalid: Any
+    report_invalid_msgpack: Any
     endpoint: Any
     body_name: Any
 
@@ -410,10 +505,15 @@ class RouteRuntime:
         self.default = body.default if body is not None else None
         self.embedded = body.embedded if body is not None else False
         self.report_invalid = body.report_invalid if body is not None else None
+        self.msgpack_decoder = body.msgpack_decoder if body is not None else None
+        self.report_invalid_msgpack = body.report_invalid_msgpack if body is not None else None
+        self.accepts_msgpack = self.msgpack_decoder is not None
         self.strict_content_type = plan.strict_content_type
         output = plan.output
         self.output_mode = output.mode if output is not None else OUTPUT_UNTYPED
         self.encoder = output.encoder if output is not None else None
+        self.msgpack_encoder = output.msgpack_encoder if output is not None else None
+        self.negotiates = self.msgpack_encoder is not None
         self.output_decoder = output.decoder if output is not None else None
         self.output_type = output.output_type if output is not None else None
         self.trusted_class = output.trusted_class if output is not None else None
@@ -428,18 +528,22 @@ class RouteRuntime:
 
     # -- body -----------------------------------------------------------------------
 
-    def check_content_type(self, headers: Iterable[tuple[bytes, bytes]]) -> None:
+    def check_content_type(self, headers: Iterable[tuple[bytes, bytes]]) -> bool:
+        """Whether the body is MessagePack; a 415 for a type the route does not take."""
         for name, value in headers:
             if name == b"content-type":
                 if not value:
                     break
-                if not is_json_media_type(value):
-                    raise unsupported_media_type()
-                return
+                if is_json_media_type(value):
+                    return False
+                if self.accepts_msgpack and is_msgpack_media_type(value):
+                    return True
+                raise unsupported_media_type(self.accepts_msgpack)
         if self.strict_content_type:
             # A body without a content type can be sent cross-origin without a CORS
             # preflight, so FastAPI's strict_content_type refuses to read it as JSON.
-            raise unsupported_media_type()
+            raise unsupported_media_type(self.accepts_msgpack)
+        return False
 
     def check_declared_length(self, headers: Iterable[tuple[bytes, bytes]]) -> None:
         """413 before reading, when Content-Length already exceeds the route's limit."""
@@ -462,25 +566,29 @@ class RouteRuntime:
     def parse_body(self, scope: Scope, raw: bytes) -> Any:
         if not raw:
             if self.embedded:
-                return self.decode(raw)  # each part takes its default or is missing
+                return self.decode(raw, False)  # each part takes its default or is missing
             if self.default is MISSING:
                 return body_missing()
             return deepcopy(self.default)
-        self.check_content_type(scope["headers"])
-        return self.decode(raw)
+        return self.decode(raw, self.check_content_type(scope["headers"]))
 
-    def decode(self, raw: bytes) -> Any:
+    def decode(self, raw: bytes, msgpack: bool) -> Any:
         try:
-            value = self.decoder.decode(raw or EMPTY_OBJECT)
+            if msgpack:
+                value = self.msgpack_decoder.decode(raw)
+            else:
+                value = self.decoder.decode(raw or EMPTY_OBJECT)
         except ValidationError as exc:
             # Typed decoding stops at the first wrong field, possibly before a syntax
-            # error further on: the report raises the 400 for malformed JSON, else
+            # error further on: the report raises the 400 for a malformed body, else
             # lists every invalid field (see `_validation`).
+            if msgpack:
+                return self.report_invalid_msgpack(exc, raw)
             return self.report_invalid(exc, raw)
         except (DecodeError, UnicodeDecodeError) as exc:
-            raise malformed_json(exc) from exc
+            raise (malformed_msgpack(exc) if msgpack else malformed_json(exc)) from exc
         except RecursionError as exc:
-            raise nested_too_deeply() from exc
+            raise nested_too_deeply(msgpack) from exc
         return asdict(value) if self.embedded else value
 
     # -- response -------------------------------------------------------------------
@@ -503,11 +611,13 @@ class RouteRuntime:
             return type(result) is tuple and all_of_class(result, cls)
         return type(result) is cls
 
-    def encode(self, result: Any) -> bytes:
+    def encode(self, result: Any, msgpack: bool = False) -> bytes:
         mode = self.output_mode
-        if mode == OUTPUT_UNTYPED or (mode == OUTPUT_TRUSTED and self.is_trusted(result)):
-            return self.encoder.encode(result)  # type: ignore[no-any-return]
-        return self.encoder.encode(self.validate(result))  # type: ignore[no-any-return]
+        if not (mode == OUTPUT_UNTYPED or (mode == OUTPUT_TRUSTED and self.is_trusted(result))):
+            result = self.validate(result)
+        if msgpack:
+            return self.msgpack_encoder.encode(result)  # type: ignore[no-any-return]
+        return self.encoder.encode(result)  # type: ignore[no-any-return]
 
     def validate(self, result: Any) -> Any:
         try:
@@ -518,13 +628,19 @@ class RouteRuntime:
             return revalidate_builtins(result, self.output_type, exc)
 
     def respond(
-        self, result: Any, status_code: int | None, extra_headers: list[tuple[bytes, bytes]]
+        self,
+        result: Any,
+        status_code: int | None,
+        extra_headers: list[tuple[bytes, bytes]],
+        request_headers: Iterable[tuple[bytes, bytes]],
     ) -> Response:
         status = status_code or self.status_code
-        body = self.encode(result)
+        msgpack = self.negotiates and prefers_msgpack(request_headers)
+        body = self.encode(result, msgpack)
         if not body_allowed(status):
             body = b""
-        headers = json_headers(status, body)
+        content_type = MSGPACK_CONTENT_TYPE if msgpack else JSON_CONTENT_TYPE
+        headers = response_headers(status, body, content_type, self.negotiates)
         headers.extend(extra_headers)
         return PreparedResponse(body, status, headers)
 
@@ -601,15 +717,17 @@ class RouteRuntime:
                 await result(scope, receive, tracker)
                 return
             status = self.status_code
-            payload = self.encode(result)
+            msgpack = self.negotiates and prefers_msgpack(scope["headers"])
+            payload = self.encode(result, msgpack)
             if not body_allowed(status):
                 payload = b""
+            content_type = MSGPACK_CONTENT_TYPE if msgpack else JSON_CONTENT_TYPE
             started = True
             await send(
                 {
                     "type": "http.response.start",
                     "status": status,
-                    "headers": json_headers(status, payload),
+                    "headers": response_headers(status, payload, content_type, self.negotiates),
                 }
             )
             await send({"type": "http.response.body", "body": payload})

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from ._plan import BodyPlan, EndpointSpec
 
 _REF_PREFIX = "#/components/schemas/"
+# The name routes that take MessagePack document it under.
+MSGPACK_MEDIA_TYPE = "application/msgpack"
 _REF_TEMPLATE = _REF_PREFIX + "{name}"
 
 # Component names are unique per class in the whole process, so that routers merged at
@@ -204,11 +206,12 @@ def route_openapi(
         responses.setdefault(413, {"description": "Content Too Large"})
     body = spec.body
     if body is not None:
-        extra["requestBody"] = {
-            "required": body.required,
-            "content": {body.media_type: _body_content(body, components)},
-        }
-        responses.setdefault(400, {"description": "Malformed JSON"})
+        content = {body.media_type: _body_content(body, components)}
+        if body.msgpack_decoder is not None:
+            content[MSGPACK_MEDIA_TYPE] = deepcopy(content[body.media_type])
+        extra["requestBody"] = {"required": body.required, "content": content}
+        malformed = "Malformed JSON or MessagePack" if body.msgpack_decoder else "Malformed JSON"
+        responses.setdefault(400, {"description": malformed})
         responses.setdefault(415, {"description": "Unsupported Media Type"})
         responses.setdefault(
             422,
@@ -234,9 +237,10 @@ def route_openapi(
         key = str(code) if str(code) in responses else code
         entry = responses.setdefault(key, {})
         entry.setdefault("description", options.get("response_description", "Successful Response"))
-        entry.setdefault("content", {})[response_media_type] = {
-            "schema": _schema(output.output_type, components)
-        }
+        media = entry.setdefault("content", {})
+        media[response_media_type] = {"schema": _schema(output.output_type, components)}
+        if output.msgpack_encoder is not None:
+            media[MSGPACK_MEDIA_TYPE] = deepcopy(media[response_media_type])
     options["responses"] = responses
     options["openapi_extra"] = extra
     return components

@@ -14,7 +14,7 @@ import inspect
 import re
 from collections.abc import Callable
 from copy import deepcopy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from hashlib import sha256
 from typing import Any, get_args, get_origin
 
@@ -69,6 +69,7 @@ class BodyPlan:
 
     An embedded body decodes to a Struct whose fields are named for the parameters; the
     request path hands the endpoint its fields as a dict (`msgspec.structs.asdict`).
+    On a route that accepts MessagePack, `msgpack_decoder` decodes the same type from it.
     """
 
     names: tuple[str, ...]
@@ -78,6 +79,8 @@ class BodyPlan:
     embedded: bool
     required: bool
     report_invalid: BodyErrors
+    msgpack_decoder: msgspec.msgpack.Decoder[Any] | None
+    report_invalid_msgpack: BodyErrors | None
     # Documentation only: what FastAPI puts in the request body of a Pydantic body.
     media_type: str
     docs: dict[str, Any]  # title, description, examples of a body that is not embedded
@@ -98,6 +101,8 @@ class OutputPlan:
     output_type: Any = None
     trusted_class: type | None = None
     container: int = CONTAINER_NONE
+    # Set on routes that negotiate MessagePack responses with the client's Accept.
+    msgpack_encoder: msgspec.msgpack.Encoder | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +117,7 @@ class EndpointSpec:
     response_name: str
     injected_request: bool
     injected_response: bool
+    msgpack: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +159,11 @@ def _untyped_hook(value: Any) -> Any:
 
 
 _TYPED_ENCODER = msgspec.json.Encoder()
+_TYPED_MSGPACK_ENCODER = msgspec.msgpack.Encoder()
 _UNTYPED_OUTPUT = OutputPlan(OUTPUT_UNTYPED, msgspec.json.Encoder(enc_hook=_untyped_hook))
+_UNTYPED_MSGPACK_OUTPUT = replace(
+    _UNTYPED_OUTPUT, msgpack_encoder=msgspec.msgpack.Encoder(enc_hook=_untyped_hook)
+)
 
 
 def _param_metadata(parameter: inspect.Parameter) -> list[Any]:
@@ -281,7 +291,7 @@ def _embedded_type(endpoint_name: str, parts: list[_BodyPart]) -> Any:
     return msgspec.defstruct(name, fields, rename={part.name: part.key for part in parts})
 
 
-def _body_plan(endpoint_name: str, parameters: list[inspect.Parameter]) -> BodyPlan:
+def _body_plan(endpoint_name: str, parameters: list[inspect.Parameter], msgpack: bool) -> BodyPlan:
     """The plan of a body: one parameter as the whole body, or parameters embedded by key."""
     parts = [_body_part(endpoint_name, parameter) for parameter in parameters]
     where = f"{endpoint_name}(): body parameter {parts[0].name!r}"
@@ -296,6 +306,7 @@ def _body_plan(endpoint_name: str, parameters: list[inspect.Parameter]) -> BodyP
         required = default is MISSING
     try:
         decoder = msgspec.json.Decoder(type=decode_type)
+        msgpack_decoder = msgspec.msgpack.Decoder(type=decode_type) if msgpack else None
     except TypeError as exc:
         raise TypeError(f"{where}: {exc}") from exc
     # As FastAPI: the parts' media type when they agree, else application/json; examples
@@ -309,6 +320,8 @@ def _body_plan(endpoint_name: str, parameters: list[inspect.Parameter]) -> BodyP
         embedded,
         required,
         BodyErrors(decode_type),
+        msgpack_decoder,
+        BodyErrors(decode_type, msgpack=True) if msgpack else None,
         media_type=media_types.pop() if len(media_types) == 1 else "application/json",
         docs={} if embedded else parts[0].docs,
         part_docs={part.key: part.docs for part in parts if embedded and part.docs},
@@ -350,6 +363,7 @@ def _output_plan(
     return_type: Any,
     options: dict[str, Any],
     untyped_allowed: bool,
+    msgpack: bool,
 ) -> OutputPlan | None:
     explicit = options.get("response_model", EMPTY)
     inferred = explicit is EMPTY or isinstance(explicit, DefaultPlaceholder)
@@ -383,9 +397,10 @@ def _output_plan(
             output_type,
             trusted_class,
             container,
+            _TYPED_MSGPACK_ENCODER if msgpack else None,
         )
     if output_type in (EMPTY, None) and untyped_allowed and not mentions_pydantic(return_type):
-        return _UNTYPED_OUTPUT
+        return _UNTYPED_MSGPACK_OUTPUT if msgpack else _UNTYPED_OUTPUT
     return None
 
 
@@ -399,8 +414,11 @@ def analyze_endpoint(
     endpoint: Callable[..., Any],
     options: dict[str, Any],
     untyped_allowed: bool,
+    msgpack: bool = False,
 ) -> tuple[EndpointSpec | None, inspect.Signature]:
     """The spec of an endpoint, or None when FastAPI should handle the route alone.
+
+    With `msgpack`, the body is also accepted as MessagePack and the response negotiated.
 
     Also returns the signature FastAPI should see: without the body parameter, with a
     Request and a Response parameter the wrapper reads, and no return annotation when
@@ -416,8 +434,8 @@ def analyze_endpoint(
     if return_type is type(None):
         return_type = None  # `-> None` declares no response model, as in FastAPI
     body_parameters = _find_body(name, parameters)
-    body = _body_plan(name, body_parameters) if body_parameters else None
-    output = _output_plan(name, return_type, options, untyped_allowed)
+    body = _body_plan(name, body_parameters, msgpack) if body_parameters else None
+    output = _output_plan(name, return_type, options, untyped_allowed, msgpack)
     if body is None and output is None:
         return None, signature
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):
@@ -451,5 +469,6 @@ def analyze_endpoint(
         response_name=response_name,
         injected_request=injected_request,
         injected_response=injected_response,
+        msgpack=msgpack,
     )
     return spec, exposed

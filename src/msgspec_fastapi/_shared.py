@@ -31,13 +31,23 @@ MATCH_PARTIAL = Match.PARTIAL
 MATCH_NONE = Match.NONE
 
 JSON_CONTENT_TYPE = (b"content-type", b"application/json")
+MSGPACK_CONTENT_TYPE = (b"content-type", b"application/msgpack")
+# On routes that negotiate MessagePack, the response depends on the request's Accept.
+VARY_ACCEPT = (b"vary", b"Accept")
+# The names MessagePack goes by, in a Content-Type or an Accept header (lower case).
+MSGPACK_MEDIA_TYPES = frozenset(
+    {b"application/msgpack", b"application/x-msgpack", b"application/vnd.msgpack"}
+)
 CONTENT_LENGTH = b"content-length"
 # What an absent embedded body decodes as: each part takes its default or is missing.
 EMPTY_OBJECT = b"{}"
 
 UNSUPPORTED_MEDIA_TYPE_DETAIL = "Expected a JSON request body"
+UNSUPPORTED_MEDIA_TYPE_MSGPACK_DETAIL = "Expected a JSON or MessagePack request body"
 NESTED_TOO_DEEPLY_DETAIL = "JSON body is nested too deeply"
+NESTED_TOO_DEEPLY_MSGPACK_DETAIL = "MessagePack body is nested too deeply"
 MALFORMED_PREFIX = "Malformed JSON body: "
+MALFORMED_MSGPACK_PREFIX = "Malformed MessagePack body: "
 
 # Statuses that never carry a body or a content-length (RFC 9110 §6.4.1).
 BODYLESS_STATUSES = frozenset({204, 205, 304})
@@ -122,7 +132,9 @@ class Absent:
 ABSENT = Absent()
 
 
-def unsupported_media_type() -> HTTPException:
+def unsupported_media_type(accepts_msgpack: bool = False) -> HTTPException:
+    if accepts_msgpack:
+        return HTTPException(415, UNSUPPORTED_MEDIA_TYPE_MSGPACK_DETAIL)
     return HTTPException(415, UNSUPPORTED_MEDIA_TYPE_DETAIL)
 
 
@@ -135,7 +147,13 @@ def malformed_json(exc: BaseException) -> HTTPException:
     return HTTPException(400, MALFORMED_PREFIX + str(exc))
 
 
-def nested_too_deeply() -> HTTPException:
+def malformed_msgpack(exc: BaseException) -> HTTPException:
+    return HTTPException(400, MALFORMED_MSGPACK_PREFIX + str(exc))
+
+
+def nested_too_deeply(msgpack: bool = False) -> HTTPException:
+    if msgpack:
+        return HTTPException(400, NESTED_TOO_DEEPLY_MSGPACK_DETAIL)
     return HTTPException(400, NESTED_TOO_DEEPLY_DETAIL)
 
 

@@ -9,6 +9,10 @@ its own type with a decoder built once per type, and stops after `MAX_ERRORS` er
 `TIME_BUDGET` seconds, so a hostile body cannot make reporting expensive. The successful
 decode never comes here.
 
+A MessagePack body gets its own `BodyErrors` (``msgpack=True``), which decodes and checks
+values as MessagePack; inputs it reports are made JSON-ready (bytes as base64, extension
+types by their code), as FastAPI's handler encodes them as JSON.
+
 Errors keep msgspec's wording with the full path (`Expected `int`, got `str` - at
 `$.population``) and the type `value_error.msgspec`; a missing field is FastAPI's own
 `missing` / `Field required`. `input` is the offending value.
@@ -25,7 +29,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 import msgspec
 from fastapi.exceptions import RequestValidationError
 
-from ._shared import malformed_json, nested_too_deeply
+from ._shared import malformed_json, malformed_msgpack, nested_too_deeply
 
 MAX_ERRORS = 100
 TIME_BUDGET = 0.05
@@ -42,20 +46,35 @@ _SEQUENCES = (list, tuple, set, frozenset)
 _NO_VALUE = object()
 
 
-def decode_untyped(raw: bytes) -> Any:
-    """The body as JSON builtins; `_NO_VALUE` when it is well-formed but out of range.
+def decode_untyped(raw: bytes, msgpack: bool = False) -> Any:
+    """The body as builtins; `_NO_VALUE` when it is well-formed but out of range.
 
-    Raises the 400 for a body that is not JSON at all.
+    Raises the 400 for a body that is not JSON (or MessagePack) at all.
     """
     try:
-        return msgspec.json.decode(raw)
+        return msgspec.msgpack.decode(raw) if msgpack else msgspec.json.decode(raw)
     except msgspec.ValidationError:
         return _NO_VALUE  # well-formed, but a number is out of range: the value's fault
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         # msgspec 0.22 reports invalid UTF-8 in a string as UnicodeDecodeError.
-        raise malformed_json(exc) from exc
+        raise (malformed_msgpack(exc) if msgpack else malformed_json(exc)) from exc
     except RecursionError as exc:
-        raise nested_too_deeply() from exc
+        raise nested_too_deeply(msgpack) from exc
+
+
+def _ext_text(value: Any) -> Any:
+    if isinstance(value, msgspec.msgpack.Ext):
+        return f"<MessagePack extension {value.code}>"
+    raise TypeError(f"{type(value).__name__} has no JSON form")
+
+
+def json_ready(value: Any) -> Any:
+    """A MessagePack-decoded value as JSON builtins, for an error's `input`; None when a
+    map has keys JSON cannot have."""
+    try:
+        return msgspec.json.decode(msgspec.json.encode(value, enc_hook=_ext_text))
+    except (TypeError, msgspec.DecodeError):
+        return None
 
 
 def received_body(raw: bytes | None) -> Any:
@@ -130,7 +149,7 @@ class _Walk:
             error = {"type": "missing", "loc": ("body", *loc), "msg": "Field required"}
         else:
             error = {"type": "value_error.msgspec", "loc": ("body", *loc), "msg": message}
-        error["input"] = value
+        error["input"] = json_ready(value) if self.checker.msgpack else value
         self.errors.append(error)
 
     def leaf(self, value: Any, loc: Loc, problem: str) -> None:
@@ -228,15 +247,17 @@ def _value_at(value: Any, loc: Loc) -> Any:
 
 
 class BodyErrors:
-    """Turns a body's failed decoding into FastAPI's 422; built once per body type."""
+    """Turns a body's failed decoding into FastAPI's 422; built once per body type and
+    format (JSON, or MessagePack with `msgpack=True`)."""
 
-    __slots__ = ("decode_type", "decoders", "fields")
+    __slots__ = ("decode_type", "decoders", "fields", "msgpack")
 
-    def __init__(self, decode_type: Any) -> None:
+    def __init__(self, decode_type: Any, msgpack: bool = False) -> None:
         self.decode_type = decode_type
+        self.msgpack = msgpack
         # By the annotation's id (typing objects hash slowly), holding the annotation so
         # that the id stays its own. Filled on the error path, once per type.
-        self.decoders: dict[int, tuple[Any, msgspec.json.Decoder[Any]]] = {}
+        self.decoders: dict[int, tuple[Any, Any]] = {}
         self.fields: dict[type, tuple[msgspec.structs.FieldInfo, ...]] = {}
 
     def fields_of(self, cls: type[msgspec.Struct]) -> tuple[msgspec.structs.FieldInfo, ...]:
@@ -249,17 +270,21 @@ class BodyErrors:
         """msgspec's message for `value` decoded as `annotation`, or None when it is valid."""
         entry = self.decoders.get(id(annotation))
         if entry is None:
-            entry = self.decoders[id(annotation)] = (annotation, msgspec.json.Decoder(annotation))
+            codec = msgspec.msgpack if self.msgpack else msgspec.json
+            entry = self.decoders[id(annotation)] = (annotation, codec.Decoder(annotation))
         decoder = entry[1]
         try:
-            decoder.decode(msgspec.json.encode(value))
+            if self.msgpack:
+                decoder.decode(msgspec.msgpack.encode(value))
+            else:
+                decoder.decode(msgspec.json.encode(value))
         except msgspec.ValidationError as exc:
             return str(exc)
         return None
 
     def __call__(self, exc: msgspec.ValidationError, raw: bytes) -> RequestValidationError:
-        """The 422 for `raw`, which failed with `exc`; raises the 400 if it is not JSON."""
-        data = decode_untyped(raw) if raw else {}
+        """The 422 for `raw`, which failed with `exc`; raises the 400 if it is malformed."""
+        data = decode_untyped(raw, self.msgpack) if raw else {}
         if data is _NO_VALUE:
             _, loc = split_message(str(exc))
             only: dict[str, Any] = {"type": "value_error.msgspec", "loc": ("body", *loc)}
@@ -277,7 +302,7 @@ class BodyErrors:
             walk.errors.clear()  # a recursive type nested deeper than the walk can go
         if not walk.errors:
             walk.leaf(data, (), str(exc))
-        body = data if raw else None
+        body = (json_ready(data) if self.msgpack else data) if raw else None
         if not raw:
             for error in walk.errors:
                 error["input"] = None

@@ -47,6 +47,8 @@ _SPEC_ATTR = "__msgspec_spec__"
 # to add_api_route, and from there to the route being built.
 _DECORATOR_LIMIT: ContextVar[int | None] = ContextVar("msgspec_decorator_limit", default=None)
 _ROUTE_LIMIT: ContextVar[int | None] = ContextVar("msgspec_route_limit", default=None)
+# `msgpack=` of a route decorator, on its way to add_api_route.
+_DECORATOR_MSGPACK: ContextVar[bool | None] = ContextVar("msgspec_decorator_msgpack", default=None)
 
 
 def _check_limit(max_body_size: int | None) -> None:
@@ -56,24 +58,32 @@ def _check_limit(max_body_size: int | None) -> None:
         raise ValueError("max_body_size must be a non-negative integer or None")
 
 
-def _accepting_max_body_size(method: Callable[..., Any]) -> Callable[..., Any]:
-    """A route decorator of APIRouter that also takes `max_body_size`."""
+def _check_msgpack(msgpack: bool | None) -> None:
+    if msgpack is not None and not isinstance(msgpack, bool):
+        raise TypeError("msgpack must be True, False or None")
+
+
+def _accepting_route_options(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A route decorator of APIRouter that also takes `msgpack`, and `max_body_size`
+    before FastAPI 0.164 (later FastAPI takes that one itself)."""
 
     @wraps(method)
-    def decorator_factory(
-        self: Any, *args: Any, max_body_size: int | None = None, **kw: Any
-    ) -> Any:
+    def decorator_factory(self: Any, *args: Any, msgpack: bool | None = None, **kw: Any) -> Any:
+        limit = None if _compat.HAS_NATIVE_BODY_LIMIT else kw.pop("max_body_size", None)
         decorator = method(self, *args, **kw)
-        if max_body_size is None:
+        if limit is None and msgpack is None:
             return decorator
-        _check_limit(max_body_size)
+        _check_limit(limit)
+        _check_msgpack(msgpack)
 
         def register(func: Callable[..., Any]) -> Any:
-            token = _DECORATOR_LIMIT.set(max_body_size)
+            limit_token = _DECORATOR_LIMIT.set(limit)
+            msgpack_token = _DECORATOR_MSGPACK.set(msgpack)
             try:
                 return decorator(func)
             finally:
-                _DECORATOR_LIMIT.reset(token)
+                _DECORATOR_MSGPACK.reset(msgpack_token)
+                _DECORATOR_LIMIT.reset(limit_token)
 
         return register
 
@@ -114,7 +124,9 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
             result = await run_in_threadpool(endpoint, **values)
         if not handles_output or isinstance(result, Response):
             return result
-        return runtime.respond(result, sub_response.status_code, sub_response.raw_headers)
+        return runtime.respond(
+            result, sub_response.status_code, sub_response.raw_headers, request.scope["headers"]
+        )
 
     wrapper.__signature__ = exposed  # type: ignore[attr-defined]
     setattr(wrapper, _SPEC_ATTR, spec)
@@ -254,9 +266,15 @@ def route_class_for(twin: ModuleType) -> type[MsgspecRoute]:
 
 
 class MsgspecRouter(APIRouter):
-    """An APIRouter that decodes bodies and encodes responses with msgspec."""
+    """An APIRouter that decodes bodies and encodes responses with msgspec.
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    With `msgpack=True` its routes (unless a route says `msgpack=False`) also take
+    MessagePack bodies and answer in MessagePack when the request's Accept prefers it.
+    """
+
+    def __init__(self, *args: Any, msgpack: bool = False, **kwargs: Any) -> None:
+        _check_msgpack(msgpack)
+        self.msgpack = msgpack
         kwargs.setdefault("route_class", MsgspecRoute)
         kwargs.setdefault("default_response_class", MsgspecJSONResponse)
         if not issubclass(kwargs["route_class"], MsgspecRoute):
@@ -278,7 +296,18 @@ class MsgspecRouter(APIRouter):
             merge_components(self.msgspec_components, router.msgspec_components)
         super().include_router(router, *args, **kwargs)
 
-    def add_api_route(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+    def add_api_route(
+        self,
+        path: str,
+        endpoint: Callable[..., Any],
+        *,
+        msgpack: bool | None = None,
+        **kwargs: Any,
+    ) -> None:
+        _check_msgpack(msgpack)
+        if msgpack is None:
+            msgpack = _DECORATOR_MSGPACK.get()
+        takes_msgpack = self.msgpack if msgpack is None else msgpack
         override = kwargs.get("route_class_override")
         if override is not None and not issubclass(override, MsgspecRoute):
             raise TypeError("route_class_override must be MsgspecRoute or a subclass of it")
@@ -292,12 +321,17 @@ class MsgspecRouter(APIRouter):
                 limit = fallback if limit is None else limit
         token = _ROUTE_LIMIT.set(limit)
         try:
-            self._add_route(path, endpoint, limit, kwargs)
+            self._add_route(path, endpoint, limit, takes_msgpack, kwargs)
         finally:
             _ROUTE_LIMIT.reset(token)
 
     def _add_route(
-        self, path: str, endpoint: Callable[..., Any], limit: int | None, kwargs: dict[str, Any]
+        self,
+        path: str,
+        endpoint: Callable[..., Any],
+        limit: int | None,
+        msgpack: bool,
+        kwargs: dict[str, Any],
     ) -> None:
         if getattr(endpoint, _SPEC_ATTR, None) is not None:
             # Already analysed: a route copied from another MsgspecRouter.
@@ -307,7 +341,7 @@ class MsgspecRouter(APIRouter):
         if response_class is None or isinstance(response_class, DefaultPlaceholder):
             response_class = _resolve(self.default_response_class)
         untyped_allowed = response_class is MsgspecJSONResponse
-        spec, exposed = analyze_endpoint(endpoint, kwargs, untyped_allowed)
+        spec, exposed = analyze_endpoint(endpoint, kwargs, untyped_allowed, msgpack)
         # What FastAPI documents error models under: the class the route responds with.
         media_type = "application/json"
         if spec is None or spec.output is None:
@@ -333,13 +367,12 @@ class MsgspecRouter(APIRouter):
             raise
         self.msgspec_components = merged
 
-    if not _compat.HAS_NATIVE_BODY_LIMIT:
-        api_route = _accepting_max_body_size(APIRouter.api_route)
-        get = _accepting_max_body_size(APIRouter.get)
-        put = _accepting_max_body_size(APIRouter.put)
-        post = _accepting_max_body_size(APIRouter.post)
-        delete = _accepting_max_body_size(APIRouter.delete)
-        options = _accepting_max_body_size(APIRouter.options)
-        head = _accepting_max_body_size(APIRouter.head)
-        patch = _accepting_max_body_size(APIRouter.patch)
-        trace = _accepting_max_body_size(APIRouter.trace)
+    api_route = _accepting_route_options(APIRouter.api_route)
+    get = _accepting_route_options(APIRouter.get)
+    put = _accepting_route_options(APIRouter.put)
+    post = _accepting_route_options(APIRouter.post)
+    delete = _accepting_route_options(APIRouter.delete)
+    options = _accepting_route_options(APIRouter.options)
+    head = _accepting_route_options(APIRouter.head)
+    patch = _accepting_route_options(APIRouter.patch)
+    trace = _accepting_route_options(APIRouter.trace)
