@@ -18,6 +18,7 @@ this package has it (never upstream); the header says whether it was installed.
     python bench/micro.py --quick              # smoke run of both modes for CI
     python bench/micro.py --variants upstream,floor --routes validate,get --rounds 6
     python bench/micro.py --routers 1,30,300 --rounds 10 --plot bench/results/routers.png
+    python bench/micro.py --formats            # JSON against MessagePack (micro/formats.py)
 """
 
 import argparse
@@ -36,7 +37,7 @@ from typing import Any, TextIO
 
 from common import BENCH, ensure_upstream, log, versions
 
-from . import cities, routetable, routetable_report
+from . import cities, formats, routetable, routetable_report
 
 VARIANTS = ("compiled", "pure", "upstream", "pydantic", "litestar", "floor")
 # The route table's references besides the floor; they have no city routes.
@@ -149,6 +150,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--routes",
         help=f"{','.join(cities.ROUTE_KEYS)}; with --routers"
         f" {','.join(routetable.ROUTE_KEYS)} (default: all)",
+    )
+    parser.add_argument(
+        "--formats",
+        action="store_true",
+        help="JSON against MessagePack on the validate and list routes, compiled and pure",
     )
     parser.add_argument("--cpu", type=int, help="CPU to pin every worker to (default: the last)")
     parser.add_argument("--json", type=Path, metavar="PATH", help="write all results here")
@@ -528,6 +534,8 @@ def main(argv: list[str] | None = None) -> int:
         "cpu_count": os.cpu_count(),
         **versions(VERSIONED),
     }
+    if args.formats:
+        return formats.run(args)
     for index, mode in enumerate(args.modes):
         json_path = args.json
         # Two modes (--quick): the route table's results beside the cities', not over them.
