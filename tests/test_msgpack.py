@@ -1276,6 +1276,8 @@ def test_msgpack_row_gets_its_status_and_errors_in_json(row: Any, tier: str, twi
         assert reply.status == expected
     if reply.status in (200, 201) and row[1] != "/plain":
         assert varies_on_accept(reply)
+        wanted = MSGPACK if row[3] == MSGPACK else JSON
+        assert header_values(reply, b"content-type") == [wanted]
     if row[1] == "/plain":
         assert header_values(reply, b"vary") == []
 
