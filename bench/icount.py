@@ -14,6 +14,7 @@ the ratios beside micro.py's, not instead of them.
     python bench/icount.py                           # all variants and routes
     python bench/icount.py --variants compiled,pure --routes get --requests 200
     python bench/icount.py --routers 1,300 --routes get-last   # the route-table mode
+    python bench/icount.py --formats                 # JSON against MessagePack
 
 Needs valgrind (Debian: `apt-get install valgrind`, whose headers come with it) and a C
 compiler for the five-line helper that issues the client requests.
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from common import ensure_upstream, log
-from micro import cities, routetable
+from micro import cities, formats, routetable
 from micro.driver import TABLE_VARIANTS, VARIANTS, parse_sizes
 
 WARMUP_REQUESTS = 200
@@ -61,6 +62,9 @@ def build_helper(folder: Path) -> Path:
 
 def run_worker(variant: str, route: str, requests: int, library: str) -> None:
     """Inside valgrind: warm the variant up, then count one batch of requests."""
+    if "/" in route:
+        run_formats_worker(variant, route, requests, library)
+        return
     from micro import worker
 
     apps, _ = worker.load(variant)
@@ -80,6 +84,36 @@ def run_worker(variant: str, route: str, requests: int, library: str) -> None:
     bench.close()
 
 
+def run_formats_worker(twin: str, route: str, requests: int, library: str) -> None:
+    """run_worker for a --formats case (`route/format` on `twin`, see micro/formats.py)."""
+    bench = formats.FormatBench([twin])
+    case = next(case for case in bench.cases if case.key == f"{twin}/{route}")
+    bench.run(case, WARMUP_REQUESTS)
+    helper = ctypes.CDLL(library)
+    gc.collect()
+
+    async def counted() -> None:
+        helper.icount_start()
+        await bench._batch(case, requests)
+        helper.icount_stop()
+
+    bench.loop.run_until_complete(counted())
+    bench.close()
+
+
+def print_formats_table(counts: dict[str, dict[str, float]], twins: list[str]) -> None:
+    print("instructions per request, counted by callgrind; vs json: MessagePack/JSON")
+    print(f"  {'twin/route':<20} {'json':>11} {'msgpack':>11} {'vs json':>8}")
+    for twin in twins:
+        for route in formats.ROUTES:
+            json_count = counts[f"{route}/json"][twin]
+            msgpack_count = counts[f"{route}/msgpack"][twin]
+            print(
+                f"  {twin + '/' + route:<20} {json_count:>11,.0f} {msgpack_count:>11,.0f}"
+                f" {msgpack_count / json_count:>7.2f}x"
+            )
+
+
 def read_total(out_prefix: Path) -> int:
     """The instruction total of the dumped batch (callgrind writes it to `<prefix>.1`)."""
     for line in Path(f"{out_prefix}.1").read_text().splitlines():
@@ -89,7 +123,7 @@ def read_total(out_prefix: Path) -> int:
 
 
 def count(variant: str, route: str, requests: int, library: Path, folder: Path) -> float:
-    out_prefix = folder / f"callgrind.{variant}.{route}"
+    out_prefix = folder / f"callgrind.{variant}.{route.replace('/', '.')}"
     env = dict(os.environ, PYTHONHASHSEED="0")
     command = ["setarch", "-R"] if shutil.which("setarch") else []
     command += ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
@@ -142,6 +176,11 @@ def main() -> int:
         help=f"default {','.join(cities.ROUTE_KEYS)};"
         f" with --routers {','.join(routetable.ROUTE_KEYS)}",
     )
+    parser.add_argument(
+        "--formats",
+        action="store_true",
+        help="JSON against MessagePack on validate and list, compiled and pure (micro --formats)",
+    )
     parser.add_argument("--requests", type=int, default=1000, help="counted requests per run")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--json", type=Path, help="write the counts here")
@@ -149,6 +188,9 @@ def main() -> int:
     table = args.routers is not None
     known_variants = TABLE_VARIANTS if table else VARIANTS
     known_routes = routetable.ROUTE_KEYS if table else cities.ROUTE_KEYS
+    if args.formats:
+        known_variants = formats.TWINS
+        known_routes = tuple(f"{r}/{f}" for r in formats.ROUTES for f in formats.FORMATS)
     variants = [v for v in (args.variants or ",".join(known_variants)).split(",") if v]
     routes = [r for r in (args.routes or ",".join(known_routes)).split(",") if r]
     unknown = sorted(set(variants) - set(known_variants)) + sorted(set(routes) - set(known_routes))
@@ -178,7 +220,10 @@ def main() -> int:
             for (variant, route), future in futures.items():
                 counts[route][variant] = future.result()
                 log(f"{variant} {route}: {counts[route][variant]:,.0f} instructions per request")
-    print_table(counts, variants, table)
+    if args.formats:
+        print_formats_table(counts, variants)
+    else:
+        print_table(counts, variants, table)
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         meta: dict[str, Any] = {"requests": args.requests, "python": sys.version.split()[0]}

@@ -808,6 +808,41 @@ def test_accept_header_picks_the_response_format(
 
 
 @pytest.mark.parametrize(
+    ("accept", "expected"),
+    [
+        (b"application/msgpack, application/json", "msgpack"),
+        (b"application/json, application/msgpack", "json"),
+        (b"*/*, application/msgpack", "msgpack"),
+        (b"application/msgpack;q=0.5, application/*;q=0.5", "msgpack"),
+        (b"application/json;q=0.1, */*", "msgpack"),
+        (
+            b"application/msgpack;q=0.2, application/msgpack;q=0.9, application/json;q=0.5",
+            "msgpack",
+        ),
+    ],
+    ids=[
+        "listed first wins a tie",
+        "json listed first wins a tie",
+        "named type beats a wildcard of equal quality",
+        "named type beats application/* of equal quality",
+        "json lowered below the wildcard msgpack matches",
+        "highest quality among equally specific ranges",
+    ],
+)
+def test_accept_ties_go_to_the_more_specific_range_then_to_the_one_listed_first(
+    routers: Callable[..., MsgspecRouter], accept: bytes, expected: str
+) -> None:
+    app = city_app(routers(msgpack=True))
+
+    reply = send_json(app, "/cities", CITY, accept=accept)
+
+    if expected == "msgpack":
+        assert_msgpack_reply(reply, OSLO)
+    else:
+        assert_json_reply(reply, CITY)
+
+
+@pytest.mark.parametrize(
     "accept",
     [
         b"application/msgpack;q=abc",
