@@ -1,10 +1,13 @@
 """Litestar serving the same msgspec Structs, for comparison with another msgspec framework."""
 
+from collections.abc import AsyncIterator
 from typing import Annotated
 
+import msgspec
 from litestar import Litestar, Router, get, post
 from litestar.exceptions import NotFoundException
 from litestar.params import Parameter
+from litestar.response import ServerSentEvent, Stream
 
 from .cities import (
     LIMIT_MAX,
@@ -17,6 +20,7 @@ from .cities import (
     search,
 )
 from .routetable import Item, make_items
+from .streams import stream_items
 
 
 def build_app(dataset: Dataset) -> Litestar:
@@ -69,3 +73,31 @@ def build_table_app(size: int) -> Litestar:
 
         routers.append(Router(path=f"/r{k}", route_handlers=[get_item, create_item]))
     return Litestar(route_handlers=routers)
+
+
+def build_stream_app(dataset: Dataset) -> Litestar:
+    """Litestar's Stream (JSON Lines, msgspec-encoded) and ServerSentEvent (--stream).
+
+    Litestar has no typed generator endpoints: the handler returns a response that
+    iterates a generator of bytes, each City encoded with msgspec.
+    """
+    items = stream_items(dataset)
+    encode = msgspec.json.Encoder().encode
+
+    async def lines() -> AsyncIterator[bytes]:
+        for city in items:
+            yield encode(city) + b"\n"
+
+    async def events() -> AsyncIterator[bytes]:
+        for city in items:
+            yield encode(city)
+
+    @get("/stream/jsonl")
+    async def stream_jsonl() -> Stream:
+        return Stream(lines(), media_type="application/jsonl")
+
+    @get("/stream/sse")
+    async def stream_sse() -> ServerSentEvent:
+        return ServerSentEvent(events())
+
+    return Litestar(route_handlers=[stream_jsonl, stream_sse])

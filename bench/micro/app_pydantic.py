@@ -1,9 +1,11 @@
 """Plain FastAPI with Pydantic models carrying the same constraints as the msgspec Structs."""
 
+from collections.abc import AsyncIterator
 from typing import Annotated
 
 import msgspec
 from fastapi import APIRouter, FastAPI, HTTPException, Path, Query
+from fastapi.sse import EventSourceResponse
 from pydantic import BaseModel, Field
 
 from .cities import (
@@ -19,6 +21,7 @@ from .cities import (
     search,
 )
 from .routetable import make_items
+from .streams import stream_items
 
 Name = Annotated[str, Field(min_length=1, max_length=NAME_MAX)]
 Country = Annotated[str, Field(pattern=COUNTRY_PATTERN)]
@@ -116,4 +119,24 @@ def build_table_app(size: int) -> FastAPI:
             return item
 
         app.include_router(router)
+    return app
+
+
+def build_stream_app(data: Dataset) -> FastAPI:
+    """FastAPI's own JSON Lines and SSE streaming of Pydantic models (--stream)."""
+    items = [CityModel.model_validate(msgspec.to_builtins(c)) for c in stream_items(data)]
+    router = APIRouter()
+
+    @router.get("/stream/jsonl")
+    async def stream_jsonl() -> AsyncIterator[CityModel]:
+        for city in items:
+            yield city
+
+    @router.get("/stream/sse", response_class=EventSourceResponse)
+    async def stream_sse() -> AsyncIterator[CityModel]:
+        for city in items:
+            yield city
+
+    app = FastAPI()
+    app.include_router(router)
     return app

@@ -4,10 +4,12 @@ Which `msgspec_fastapi` gets imported is decided by the worker (sys.path and env
 before this module is imported, so the three variants run exactly this code.
 """
 
+from collections.abc import AsyncIterator
 from typing import Annotated
 
 from common import route_index_installer
 from fastapi import FastAPI, HTTPException, Path, Query
+from fastapi.sse import EventSourceResponse
 
 import msgspec_fastapi
 from msgspec_fastapi import MsgspecRouter, install_openapi
@@ -23,6 +25,7 @@ from .cities import (
     search,
 )
 from .routetable import Item, make_items
+from .streams import stream_items
 
 # The compiled route index where this package has it (never upstream 0.0.4).
 _install_dispatch = route_index_installer(msgspec_fastapi)
@@ -85,6 +88,33 @@ def build_table_app(size: int) -> FastAPI:
 
         app.include_router(router)
     # One call after the routers are included: the index is built from the finished table.
+    if _install_dispatch is not None:
+        _install_dispatch(app)
+    return app
+
+
+def build_stream_app(data: Dataset) -> FastAPI:
+    """The streaming mode: generator endpoints, the public API only (--stream).
+
+    Until MsgspecRouter streams, registering or answering these fails, and the worker
+    reports the variant as skipped (or failed, with --strict).
+    """
+    items = stream_items(data)
+    router = MsgspecRouter()
+
+    @router.get("/stream/jsonl")
+    async def stream_jsonl() -> AsyncIterator[City]:
+        for city in items:
+            yield city
+
+    @router.get("/stream/sse", response_class=EventSourceResponse)
+    async def stream_sse() -> AsyncIterator[City]:
+        for city in items:
+            yield city
+
+    app = FastAPI()
+    app.include_router(router)
+    install_openapi(app, router)
     if _install_dispatch is not None:
         _install_dispatch(app)
     return app

@@ -14,11 +14,17 @@ app). --routes then picks among get-first, get-last, post-first, post-last. The 
 variants call msgspec_fastapi.install_dispatch(app) after including the routers, where
 this package has it (never upstream); the header says whether it was installed.
 
+With --stream, streaming routes instead: GET /stream/jsonl and GET /stream/sse, each
+answering 1,000 cities from a generator (bench/micro/streams.py), for compiled, pure,
+pydantic (FastAPI's own streaming) and litestar; the table adds items per second. Our
+variants are skipped, with the reason, while this msgspec_fastapi cannot stream.
+
     python bench/micro.py                      # full run, a couple of minutes
     python bench/micro.py --quick              # smoke run of both modes for CI
     python bench/micro.py --variants upstream,floor --routes validate,get --rounds 6
     python bench/micro.py --routers 1,30,300 --rounds 10 --plot bench/results/routers.png
     python bench/micro.py --formats            # JSON against MessagePack (micro/formats.py)
+    python bench/micro.py --stream --quick     # smoke run of the streaming mode
 """
 
 import argparse
@@ -37,9 +43,12 @@ from typing import Any, TextIO
 
 from common import BENCH, ensure_upstream, log, versions
 
-from . import cities, formats, routetable, routetable_report
+from . import cities, formats, routetable, routetable_report, streams
 
 VARIANTS = ("compiled", "pure", "upstream", "pydantic", "litestar", "floor")
+# The variants with streaming routes (--stream); the first is the base of the ratios.
+STREAM_VARIANTS = ("compiled", "pure", "pydantic", "litestar")
+STREAM_BASE = "pydantic"
 # The route table's references besides the floor; they have no city routes.
 TABLE_VARIANTS = (*VARIANTS, "app-floor", "bare")
 # --quick without --routers smoke-tests the route table at these sizes too.
@@ -61,6 +70,7 @@ class Mode:
     variants: list[str]
     routes: list[str]
     sizes: list[int] | None = None
+    stream: bool = False
 
     @property
     def cases(self) -> list[str]:
@@ -69,6 +79,8 @@ class Mode:
         return [routetable.case_key(n, route) for n in self.sizes for route in self.routes]
 
     def label(self, case: str) -> str:
+        if self.stream:
+            return streams.ROUTE_LABELS[case]
         if self.sizes is None:
             return cities.ROUTE_LABELS[case]
         route, size = case.split("@")
@@ -77,6 +89,8 @@ class Mode:
     @property
     def bases(self) -> tuple[str, ...]:
         """The variants whose per-round ratios go into the summary."""
+        if self.stream:
+            return (STREAM_BASE,)
         if self.sizes is None:
             return ("upstream", "floor")
         return ("upstream", "floor", "app-floor", "bare")
@@ -105,7 +119,20 @@ def parse_sizes(text: str) -> list[int]:
     return sizes
 
 
+def _stream_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Mode:
+    if args.routers is not None:
+        parser.error("--stream and --routers are separate modes")
+    chosen = args.variants or list(STREAM_VARIANTS)
+    if unknown := sorted(set(chosen) - set(STREAM_VARIANTS)):
+        has = ",".join(STREAM_VARIANTS)
+        parser.error(f"{','.join(unknown)}: no streaming routes (--stream has {has})")
+    routes = _csv(streams.ROUTE_KEYS)(args.routes) if args.routes else streams.ROUTE_KEYS
+    return Mode(chosen, list(routes), stream=True)
+
+
 def _modes(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[Mode]:
+    if args.stream:
+        return [_stream_mode(parser, args)]
     chosen = args.variants or list(TABLE_VARIANTS)
     modes = []
     if args.routers is None:
@@ -140,6 +167,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=parse_sizes,
         metavar="N,N,...",
         help="the route-table mode: apps of this many routers each (e.g. 1,30,300)",
+    )
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help=f"the streaming mode: {', '.join(streams.ROUTE_LABELS.values())}; items per second",
     )
     parser.add_argument(
         "--variants",
@@ -215,13 +247,17 @@ class Worker:
     counts: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def start(cls, variant: str, cpu: int, sizes: list[int] | None) -> "Worker":
+    def start(
+        cls, variant: str, cpu: int, sizes: list[int] | None, stream: bool = False
+    ) -> "Worker":
         # The same string hashing in every worker and run, one less source of noise.
         env = dict(os.environ, PYTHONHASHSEED="0")
         # Run from bench/, so that the worker imports the package and common.py from there.
         command = [sys.executable, "-m", "micro.worker", variant, "--cpu", str(cpu)]
         if sizes is not None:
             command += ["--routers", ",".join(map(str, sizes))]
+        if stream:
+            command.append("--stream")
         process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=BENCH
         )
@@ -348,6 +384,37 @@ def print_table(
     print_skipped(out, skipped)
 
 
+def print_stream_table(
+    out: TextIO,
+    summary: dict[str, dict[str, dict[str, Any]]],
+    mode: Mode,
+    skipped: dict[str, str],
+) -> None:
+    print(
+        f"µs/req: median over rounds, {streams.STREAM_COUNT} items per request; items/s: "
+        f"{streams.STREAM_COUNT} / (µs/req); iqr: interquartile range of the rounds, % of the"
+        f" median; vs {STREAM_BASE}: median of the per-round time ratios, lower is faster",
+        file=out,
+    )
+    base_column = f"vs {STREAM_BASE}"
+    for route, rows in summary.items():
+        print(f"\n{mode.label(route)}", file=out)
+        print(
+            f"  {'variant':<10} {'µs/req':>9} {'items/s':>11} {'iqr':>6} {base_column:>12}",
+            file=out,
+        )
+        for variant, row in rows.items():
+            ratio = row.get(f"ratio_to_{STREAM_BASE}")
+            per_second = streams.STREAM_COUNT / (row["median_us"] / 1e6)
+            print(
+                f"  {variant:<10} {row['median_us']:>9.1f} {per_second:>11,.0f}"
+                f" {row['iqr_percent']:>5.1f}%"
+                f" {f'{ratio:.2f}x' if ratio is not None else '-':>12}",
+                file=out,
+            )
+    print_skipped(out, skipped)
+
+
 def print_skipped(out: TextIO, skipped: dict[str, str]) -> None:
     if skipped:
         print(file=out)
@@ -362,7 +429,7 @@ def start_workers(args: argparse.Namespace, mode: Mode, skipped: dict[str, str])
         variants.remove("upstream")
     log(f"starting {len(variants)} workers on CPU {args.cpu}: {', '.join(variants)}")
     # Started together: setup is not timed, and each worker then waits for its commands.
-    pending = [Worker.start(variant, args.cpu, mode.sizes) for variant in variants]
+    pending = [Worker.start(variant, args.cpu, mode.sizes, mode.stream) for variant in variants]
     ready: list[Worker] = []
     try:
         fingerprints = {}
@@ -453,6 +520,9 @@ def write_json(
         for name in ("rounds", "batch_seconds", "warmup_seconds", "quick", "clock", "cpu")
     }
     config["routers"] = mode.sizes
+    if mode.stream:
+        config["stream"] = True
+        config["items_per_request"] = streams.STREAM_COUNT
     variants: dict[str, Any] = {
         worker.variant: {"status": "ok", "info": worker.info, "batch": worker.counts}
         for worker in workers
@@ -503,7 +573,9 @@ def run_mode(
     summary = summarize(times, mode.bases)
     log(f"done in {time.perf_counter() - started:.0f} s")
     print_header(sys.stdout, args, meta)
-    if mode.sizes is None:
+    if mode.stream:
+        print_stream_table(sys.stdout, summary, mode, skipped)
+    elif mode.sizes is None:
         print_table(sys.stdout, summary, mode, skipped)
     else:
         sizes = ", ".join(map(str, mode.sizes))

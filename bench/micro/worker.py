@@ -10,6 +10,7 @@ depends on the variant, so load() settles sys.path before the first app import.
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import hashlib
 import importlib.util
@@ -18,14 +19,14 @@ import os
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 import msgspec
 from common import ROUTER_VARIANTS, Unavailable, import_router_package, version, versions
 
-from . import cities, routetable
+from . import cities, routetable, streams
 from .asgi import ASGIApp, Case, Lifespan, Response, WrongAnswer, call, http_scope
 
 # Variants whose bytes must equal msgspec's own encoding. Pydantic formats JSON by itself,
@@ -40,6 +41,7 @@ class Apps:
 
     cities: Callable[[cities.Dataset], ASGIApp] | None
     table: Callable[[int], ASGIApp]
+    stream: Callable[[cities.Dataset], ASGIApp] | None = None
 
 
 def load(variant: str) -> tuple[Apps, dict[str, Any]]:
@@ -48,18 +50,23 @@ def load(variant: str) -> tuple[Apps, dict[str, Any]]:
         _, package = import_router_package(variant)
         from . import app_router
 
-        apps = Apps(app_router.build_app, app_router.build_table_app)
+        apps = Apps(app_router.build_app, app_router.build_table_app, app_router.build_stream_app)
         return apps, {"msgspec_fastapi": package, "route_index": app_router.ROUTE_INDEX}
     if variant == "pydantic":
         from . import app_pydantic
 
-        return Apps(app_pydantic.build_app, app_pydantic.build_table_app), {}
+        apps = Apps(
+            app_pydantic.build_app, app_pydantic.build_table_app, app_pydantic.build_stream_app
+        )
+        return apps, {}
     if variant == "litestar":
         if importlib.util.find_spec("litestar") is None:
             raise Unavailable("litestar is not installed in this environment")
         from . import app_litestar
 
-        apps = Apps(app_litestar.build_app, app_litestar.build_table_app)
+        apps = Apps(
+            app_litestar.build_app, app_litestar.build_table_app, app_litestar.build_stream_app
+        )
         return apps, {"litestar": version("litestar")}
     from . import app_floor
 
@@ -79,10 +86,18 @@ class Bench:
     size, each with its four cases (routetable.case_key() names them).
     """
 
-    def __init__(self, variant: str, apps: Apps, sizes: list[int] | None = None) -> None:
+    def __init__(
+        self, variant: str, apps: Apps, sizes: list[int] | None = None, stream: bool = False
+    ) -> None:
         self.variant = variant
         groups: list[tuple[ASGIApp, dict[str, Case]]] = []
-        if sizes is None:
+        if stream:
+            if apps.stream is None:
+                raise Unavailable(f"{variant} has no streaming app")
+            data = cities.make_dataset()
+            with self._streaming():
+                groups.append((apps.stream(data), streams.make_cases(data)))
+        elif sizes is None:
             if apps.cities is None:
                 raise ValueError(f"{variant} exists only with --routers")
             data = cities.make_dataset()
@@ -108,6 +123,10 @@ class Bench:
         # The exact bytes every later response must repeat, after a first full check.
         self.reference: dict[str, bytes] = {}
         for key, case in self.cases.items():
+            if isinstance(case, streams.StreamCase):
+                with self._streaming():
+                    self.reference[key] = self._check_stream(key, case)
+                continue
             response = self.loop.run_until_complete(self._one(key))
             expected = case.expected_body
             if response.status == 200 and variant not in BYTE_EXACT:
@@ -117,6 +136,26 @@ class Bench:
             if response.status != 200 or not same:
                 raise WrongAnswer(self._describe(key, response, expected))
             self.reference[key] = response.body
+
+    def _check_stream(self, key: str, case: streams.StreamCase) -> bytes:
+        """The first answer, parsed back into items: the framing may differ, not the items."""
+        response = self.loop.run_until_complete(self._one(key))
+        if response.status != 200 or not case.same_items(response.body):
+            raise WrongAnswer(self._describe(key, response, case.expected_body))
+        return response.body
+
+    @contextlib.contextmanager
+    def _streaming(self) -> Iterator[None]:
+        """Our router's variants are skipped, not failed, while this msgspec_fastapi cannot
+        stream (registration raises, or a request does or answers wrongly); --strict makes
+        the driver fail on the skip."""
+        try:
+            yield
+        except Exception as error:
+            if self.variant not in ROUTER_VARIANTS:
+                raise
+            reason = f"{type(error).__name__}: {str(error)[:120]}"
+            raise Unavailable(f"this msgspec_fastapi does not stream ({reason})") from error
 
     def fingerprint(self) -> str:
         # The driver checks that all workers generated the same requests and answers.
@@ -195,6 +234,7 @@ def main() -> int:
     parser.add_argument("variant")
     parser.add_argument("--cpu", type=int, required=True)
     parser.add_argument("--routers", help="route-table sizes, comma-separated (else the cities)")
+    parser.add_argument("--stream", action="store_true", help="the streaming routes (streams.py)")
     args = parser.parse_args()
 
     # Before anything else, so every thread the process starts later inherits the pinning.
@@ -208,13 +248,13 @@ def main() -> int:
         channel.write(json.dumps(message) + "\n")
 
     try:
+        sizes = [int(size) for size in args.routers.split(",")] if args.routers else None
         try:
             apps, info = load(args.variant)
+            bench = Bench(args.variant, apps, sizes, args.stream)
         except Unavailable as skip:
             reply({"status": "skipped", "reason": str(skip)})
             return 0
-        sizes = [int(size) for size in args.routers.split(",")] if args.routers else None
-        bench = Bench(args.variant, apps, sizes)
         gc.collect()
         # The in-memory dataset stands in for a database: keep it out of the collector's
         # full passes, where it would weigh differently on Structs and Pydantic models.
