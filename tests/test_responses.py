@@ -782,3 +782,63 @@ def test_msgspec_json_response_returned_from_a_plain_fastapi_route_is_sent_as_is
 
     assert response.status_code == 202
     assert response.json() == {"amount": "1.5"}
+
+
+class CityRow:
+    """An ORM-style row: the fields are attributes, and msgspec cannot encode it as is."""
+
+    def __init__(self, name: str, population: int) -> None:
+        self.name = name
+        self.population = population
+
+
+def test_object_with_the_fields_as_attributes_is_validated_and_encoded(
+    router: MsgspecRouter,
+) -> None:
+    @router.get("/city")
+    async def city() -> City:
+        return CityRow("Oslo", 709037)  # type: ignore[return-value]
+
+    response = client_for(router).get("/city")
+
+    assert response.json() == {"name": "Oslo", "population": 709037}
+
+
+def test_list_of_attribute_objects_is_validated_and_encoded(router: MsgspecRouter) -> None:
+    @router.get("/cities", response_model=list[City])
+    async def cities() -> Any:
+        return [CityRow("Oslo", 1), CityRow("Bergen", 2)]
+
+    response = client_for(router).get("/cities")
+
+    assert response.json() == [
+        {"name": "Oslo", "population": 1},
+        {"name": "Bergen", "population": 2},
+    ]
+
+
+def test_attribute_object_with_an_invalid_field_raises_response_validation_error(
+    router: MsgspecRouter,
+) -> None:
+    @router.get("/city")
+    async def city() -> City:
+        return CityRow("Oslo", -1)  # type: ignore[return-value]
+
+    with pytest.raises(ResponseValidationError) as raised:
+        client_for(router).get("/city")
+
+    assert "population" in raised.value.errors()[0]["msg"]
+
+
+def test_attribute_object_missing_a_field_raises_response_validation_error(
+    router: MsgspecRouter,
+) -> None:
+    class Partial:
+        name = "Oslo"
+
+    @router.get("/city")
+    async def city() -> City:
+        return Partial()  # type: ignore[return-value]
+
+    with pytest.raises(ResponseValidationError):
+        client_for(router).get("/city")

@@ -58,9 +58,9 @@ class Capital(City):
     country: str
 
 
+# The Pydantic equivalent of City, for the FastAPI reference (no docstring: it would be
+# documented as the schema's description, which City's schema has not).
 class CityModel(pydantic.BaseModel):
-    """The Pydantic equivalent of City, for the FastAPI reference."""
-
     name: str
     population: Annotated[int, pydantic.Field(ge=0)]
 
@@ -430,18 +430,22 @@ def test_invalid_subclass_item_is_validated_like_a_response(twin: Twin, tier: st
     assert not streamed.reply.finished
 
 
-def test_invalid_item_error_has_the_response_location(twin: Twin, tier: str) -> None:
+def test_invalid_item_error_is_the_routers_response_validation_error(twin: Twin, tier: str) -> None:
+    """An item fails as a returned value of the router fails: at ("response",), with
+    msgspec's message (FastAPI's Pydantic error locates the field)."""
+
     def build(router: APIRouter, m: Models) -> None:
         @router.get("/s")
         async def cities() -> AsyncIterator[m.City]:
             yield {"name": "Bergen"}
 
-    ours, theirs = both(twin, tier, build)
+    ours, _ = both(twin, tier, build)
 
     assert isinstance(ours.error, ResponseValidationError)
-    assert isinstance(theirs.error, ResponseValidationError)
-    assert [e["loc"] for e in ours.error.errors()] == [e["loc"] for e in theirs.error.errors()]
-    assert [e["type"] for e in ours.error.errors()] == [e["type"] for e in theirs.error.errors()]
+    [error] = ours.error.errors()
+    assert error["loc"] == ("response",)
+    assert error["type"] == "value_error.msgspec"
+    assert "population" in error["msg"]
 
 
 # -- JSON Lines: untyped generators ----------------------------------------------------------------

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi import routing as _routing
+from fastapi import sse as _sse
 from fastapi.openapi import utils as _openapi_utils
 from starlette._exception_handler import _lookup_exception_handler
 from starlette._utils import get_route_path as _get_route_path
@@ -264,3 +265,13 @@ def context_starlette_route(context: Any) -> Any:
 def context_path(context: Any) -> tuple[str, Any, dict[str, Any]]:
     """A route context's prefixed path: (path_format, path_regex, param_convertors)."""
     return context.path_format, context.path_regex, context.param_convertors
+
+
+# Server-sent events (FastAPI 0.135+): the idle time after which FastAPI sends a keep-alive
+# comment, read per stream so that a patched value applies, and the event schema its
+# OpenAPI documents event streams with.
+def sse_ping_interval() -> float:
+    return float(_sse._PING_INTERVAL)
+
+
+SSE_EVENT_SCHEMA: dict[str, Any] = _sse._SSE_EVENT_SCHEMA

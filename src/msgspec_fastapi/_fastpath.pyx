@@ -7,32 +7,40 @@ names (tests/test_twin_shape.py compares them). Every shared object (errors, con
 response class) is imported from Python modules, so the twins cannot disagree on them.
 """
 
+from contextlib import suppress
 from copy import deepcopy
 from urllib.parse import parse_qsl
 
 import msgspec
 from fastapi.routing import APIRoute, APIRouter
-from starlette.concurrency import run_in_threadpool
+from anyio import CancelScope, Lock, create_task_group, current_time, sleep
+from anyio.lowlevel import checkpoint
+from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.convertors import StringConvertor
 from starlette.requests import cookie_parser
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from msgspec_fastapi import _shared
 from msgspec_fastapi._errors import handle_route_exception
 from msgspec_fastapi._routing import build_included_index
 from msgspec_fastapi._shared import (
     ClientDisconnect,
+    EVENT_DATA_ENCODER,
+    KEEPALIVE_COMMENT,
     PreparedResponse,
     RequestValidationError,
+    ServerSentEvent,
     apply_form_limits,
     body_missing,
     body_too_large,
+    format_sse_event,
     get_route_path,
     malformed_json,
     malformed_msgpack,
     nested_too_deeply,
     response_invalid,
     route_selected,
+    sse_ping_interval,
     unsupported_media_type,
     update_scope,
 )
@@ -55,6 +63,11 @@ cdef int CONTAINER_LIST = _shared.CONTAINER_LIST
 cdef int CONTAINER_DICT = _shared.CONTAINER_DICT
 cdef int CONTAINER_OPTIONAL = _shared.CONTAINER_OPTIONAL
 cdef int CONTAINER_TUPLE = _shared.CONTAINER_TUPLE
+cdef int STREAM_NONE = _shared.STREAM_NONE
+cdef int STREAM_SSE = _shared.STREAM_SSE
+cdef tuple JSONL_HEADERS = _shared.JSONL_HEADERS
+cdef tuple SSE_HEADERS = _shared.SSE_HEADERS
+cdef bytes SSE_DATA_PREFIX = _shared.SSE_DATA_PREFIX
 cdef int PARAM_PATH = _shared.PARAM_PATH
 cdef int PARAM_QUERY = _shared.PARAM_QUERY
 cdef int PARAM_HEADER = _shared.PARAM_HEADER
@@ -208,6 +221,15 @@ cdef revalidate_builtins(object result, object output_type, object error):
             return msgspec.convert(
                 msgspec.to_builtins(result, str_keys=True), output_type, str_keys=True
             )
+        except ValidationError as exc:
+            error = exc
+        except TypeError:
+            pass
+    elif isinstance(error, TypeError):
+        # An object JSON cannot encode (an ORM row, say) may hold the fields as
+        # attributes, which FastAPI reads with from_attributes: so does the convert.
+        try:
+            return msgspec.convert(result, output_type, from_attributes=True)
         except ValidationError as exc:
             error = exc
         except TypeError:
@@ -399,6 +421,77 @@ cdef class Param:
         self.low, self.high = spec.int_bounds if self.has_bounds else (0, 0)
 
 
+async def close_items(items):
+    """End a generator whose stream stopped early, so that its `finally` runs now."""
+    if hasattr(items, "aclose"):
+        with CancelScope(shield=True):
+            await items.aclose()
+    elif hasattr(items, "close"):
+        # ValueError: a worker thread is making its next item; it closes when collected.
+        with suppress(ValueError):
+            items.close()
+
+
+class ItemStream(StreamingResponse):
+    """A generator endpoint's items; see `_fastpath_py.ItemStream`."""
+
+    def __init__(self, runtime, items, int status_code, list headers):
+        self.runtime = runtime
+        self.items = items
+        self.status_code = status_code
+        self.raw_headers = headers
+        self.background = None
+        self.last_sent = 0.0
+
+    async def stream_response(self, send):
+        await send(
+            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+        )
+        items = self.items
+        iterator = items if hasattr(items, "__aiter__") else iterate_in_threadpool(items)
+        try:
+            if (<RouteRuntime>self.runtime).stream == STREAM_SSE:
+                await self.send_events(iterator, send)
+            else:
+                await self.send_lines(iterator, send)
+        finally:
+            await close_items(items)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def send_lines(self, iterator, send):
+        cdef RouteRuntime runtime = self.runtime
+        cdef bytearray buffer = bytearray()
+        async for item in iterator:
+            body = runtime.encode_line(item, buffer)
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+            await checkpoint()
+
+    async def send_events(self, iterator, send):
+        cdef RouteRuntime runtime = self.runtime
+        cdef bytearray buffer = bytearray()
+        lock = Lock()
+        self.last_sent = current_time()
+        async with create_task_group() as group:
+            group.start_soon(self.keep_alive, send, lock, sse_ping_interval())
+            async for item in iterator:
+                body = runtime.encode_event(item, buffer)
+                async with lock:
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
+                self.last_sent = current_time()
+            group.cancel_scope.cancel()
+
+    async def keep_alive(self, send, lock, double interval):
+        """A comment whenever no event went out for `interval` seconds, as FastAPI sends."""
+        while True:
+            await sleep(self.last_sent + interval - current_time())
+            if current_time() - self.last_sent >= interval:
+                async with lock:
+                    await send(
+                        {"type": "http.response.body", "body": KEEPALIVE_COMMENT, "more_body": True}
+                    )
+                self.last_sent = current_time()
+
+
 cdef class RouteRuntime:
     """Per-route state for the request path; see `_fastpath_py.RouteRuntime`."""
 
@@ -420,6 +513,7 @@ cdef class RouteRuntime:
     cdef object output_type
     cdef object trusted_class
     cdef int container
+    cdef readonly int stream
     cdef int status_code
     cdef Py_ssize_t max_body_size
     cdef object endpoint
@@ -448,6 +542,7 @@ cdef class RouteRuntime:
         self.output_type = output.output_type if output is not None else None
         self.trusted_class = output.trusted_class if output is not None else None
         self.container = output.container if output is not None else 0
+        self.stream = output.stream if output is not None else STREAM_NONE
         self.status_code = plan.status_code
         self.max_body_size = plan.max_body_size
         direct = plan.direct
@@ -553,8 +648,42 @@ cdef class RouteRuntime:
         except (TypeError, ValueError, OverflowError) as exc:
             return revalidate_builtins(result, self.output_type, exc)
 
+    cpdef bytes encode_line(self, object item, bytearray buffer):
+        """One JSON Lines item, checked as `encode` checks a response, and its newline."""
+        cdef int mode = self.output_mode
+        if not (mode == OUTPUT_UNTYPED or (mode == OUTPUT_TRUSTED and self.is_trusted(item))):
+            item = self.validate(item)
+        self.encoder.encode_into(item, buffer)
+        buffer.extend(b"\n")
+        return bytes(buffer)
+
+    cpdef bytes encode_event(self, object item, bytearray buffer):
+        """One server-sent event; see `_fastpath_py.RouteRuntime.encode_event`."""
+        cdef int mode
+        if isinstance(item, ServerSentEvent):
+            data = item.raw_data
+            if data is None and item.data is not None:
+                data = EVENT_DATA_ENCODER.encode(item.data).decode()
+            return format_sse_event(
+                data_str=data, event=item.event, id=item.id, retry=item.retry, comment=item.comment
+            )
+        mode = self.output_mode
+        if not (mode == OUTPUT_UNTYPED or (mode == OUTPUT_TRUSTED and self.is_trusted(item))):
+            item = self.validate(item)
+        buffer[:] = SSE_DATA_PREFIX
+        self.encoder.encode_into(item, buffer, len(SSE_DATA_PREFIX))
+        buffer.extend(b"\n\n")
+        return bytes(buffer)
+
+    def stream_items(self, items, int status_code, list extra_headers):
+        cdef list headers = list(SSE_HEADERS if self.stream == STREAM_SSE else JSONL_HEADERS)
+        headers.extend(extra_headers)
+        return ItemStream(self, items, status_code, headers)
+
     def respond(self, result, status_code, list extra_headers, object request_headers):
         cdef int status = status_code or self.status_code
+        if self.stream != STREAM_NONE:
+            return self.stream_items(result, status, extra_headers)
         cdef bint msgpack = self.negotiates and prefers_msgpack(request_headers)
         cdef bytes body = self.encode(result, msgpack)
         if not body_allowed(status):
@@ -637,7 +766,9 @@ cdef class RouteRuntime:
                     values.update(body)
                 else:
                     values[self.body_name] = body
-            if self.is_coroutine:
+            if self.stream != STREAM_NONE:
+                result = self.stream_items(self.endpoint(**values), self.status_code, [])
+            elif self.is_coroutine:
                 result = await self.endpoint(**values)
             else:
                 result = await run_in_threadpool(self.endpoint, **values)

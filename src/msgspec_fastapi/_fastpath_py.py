@@ -25,6 +25,15 @@ Both twins implement one contract over a route's plan (`_plan.RoutePlan`):
   `MsgspecRoute.matches` and `MsgspecRoute.handle`: they find the matcher and the
   direct-tier app registration left on the inclusion context FastAPI is trying, and fall
   back to `APIRoute`'s own methods everywhere else.
+- A generator endpoint's result becomes `runtime.stream_items(items, status_code,
+  extra_headers)`, an `ItemStream`: Starlette's StreamingResponse (disconnects,
+  background tasks) whose send loop is the request path's. JSON Lines get one item per
+  line (`encode_line`), server-sent events one event per item (`encode_event`) and a
+  keep-alive comment whenever the generator is idle as long as FastAPI waits. Items are
+  checked as responses are: exactly the declared Struct is trusted, anything else is
+  validated, and an invalid one raises `ResponseValidationError` mid-stream, as in
+  FastAPI. Sync generators run in the threadpool, one item at a time; a stream that
+  stops early (a disconnect, an error) closes its generator, so its `finally` runs.
 - `runtime.respond(result, status_code, extra_headers, request_headers)` is `encode` plus
   a Response object, for the delegated tier where FastAPI's handler expects one. Routes
   that negotiate MessagePack answer in it when the request's Accept prefers it
@@ -43,16 +52,19 @@ and Cython idioms.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Iterable
+from contextlib import suppress
 from copy import deepcopy
 from typing import Any
 from urllib.parse import parse_qsl
 
 import msgspec
+from anyio import CancelScope, Lock, create_task_group, current_time, sleep
+from anyio.lowlevel import checkpoint
 from fastapi.routing import APIRoute, APIRouter
-from starlette.concurrency import run_in_threadpool
+from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.convertors import StringConvertor
 from starlette.requests import cookie_parser
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Match
 from starlette.types import Message, Receive, Scope, Send
 
@@ -60,18 +72,23 @@ from . import _shared
 from ._errors import handle_route_exception
 from ._routing import build_included_index
 from ._shared import (
+    EVENT_DATA_ENCODER,
+    KEEPALIVE_COMMENT,
     ClientDisconnect,
     PreparedResponse,
     RequestValidationError,
+    ServerSentEvent,
     apply_form_limits,
     body_missing,
     body_too_large,
+    format_sse_event,
     get_route_path,
     malformed_json,
     malformed_msgpack,
     nested_too_deeply,
     response_invalid,
     route_selected,
+    sse_ping_interval,
     unsupported_media_type,
     update_scope,
 )
@@ -94,6 +111,11 @@ CONTAINER_LIST = _shared.CONTAINER_LIST
 CONTAINER_DICT = _shared.CONTAINER_DICT
 CONTAINER_OPTIONAL = _shared.CONTAINER_OPTIONAL
 CONTAINER_TUPLE = _shared.CONTAINER_TUPLE
+STREAM_NONE = _shared.STREAM_NONE
+STREAM_SSE = _shared.STREAM_SSE
+JSONL_HEADERS = _shared.JSONL_HEADERS
+SSE_HEADERS = _shared.SSE_HEADERS
+SSE_DATA_PREFIX = _shared.SSE_DATA_PREFIX
 PARAM_PATH = _shared.PARAM_PATH
 PARAM_QUERY = _shared.PARAM_QUERY
 PARAM_HEADER = _shared.PARAM_HEADER
@@ -242,7 +264,8 @@ async def receive_body(receive: Receive, limit: int) -> bytes:
 
 
 def revalidate_builtins(result: Any, output_type: Any, error: Exception) -> Any:
-    """Validate a value whose JSON round trip failed.
+    """Validate a value whose JSON round trip failed: an object with the fields as
+    attributes, or builtins holding non-finite floats.
 
     NaN and infinity encode as null, which a float field refuses, although FastAPI sends
     such values as null. Validating the Python values instead (keys made strings, as
@@ -258,6 +281,15 @@ def revalidate_builtins(result: Any, output_type: Any, error: Exception) -> Any:
             error = exc
         except TypeError:
             # to_builtins refuses some values JSON encodes (msgspec.Raw, for one).
+            pass
+    elif isinstance(error, TypeError):
+        # An object JSON cannot encode (an ORM row, say) may hold the fields as
+        # attributes, which FastAPI reads with from_attributes: so does the convert.
+        try:
+            return msgspec.convert(result, output_type, from_attributes=True)
+        except ValidationError as exc:
+            error = exc
+        except TypeError:
             pass
     raise response_invalid(error, result) from error
 
@@ -454,6 +486,85 @@ class Param:
         self.low, self.high = spec.int_bounds if self.has_bounds else (0, 0)
 
 
+async def close_items(items: Any) -> None:
+    """End a generator whose stream stopped early, so that its `finally` runs now."""
+    if hasattr(items, "aclose"):
+        with CancelScope(shield=True):
+            await items.aclose()
+    elif hasattr(items, "close"):
+        # ValueError: a worker thread is making its next item; it closes when collected.
+        with suppress(ValueError):
+            items.close()
+
+
+class ItemStream(StreamingResponse):
+    """A generator endpoint's items as JSON Lines or server-sent events.
+
+    Starlette's StreamingResponse runs it: it ends the stream when the client
+    disconnects and runs background tasks after it. Each item is encoded by the route's
+    runtime into one buffer the stream reuses, and sent in a message of its own.
+    """
+
+    def __init__(
+        self, runtime: Any, items: Any, status_code: int, headers: list[tuple[bytes, bytes]]
+    ) -> None:
+        self.runtime = runtime
+        self.items = items
+        self.status_code = status_code
+        self.raw_headers = headers
+        self.background = None
+        self.last_sent = 0.0
+
+    async def stream_response(self, send: Send) -> None:
+        await send(
+            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+        )
+        items = self.items
+        iterator = items if hasattr(items, "__aiter__") else iterate_in_threadpool(items)
+        try:
+            if self.runtime.stream == STREAM_SSE:
+                await self.send_events(iterator, send)
+            else:
+                await self.send_lines(iterator, send)
+        finally:
+            await close_items(items)
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def send_lines(self, iterator: Any, send: Send) -> None:
+        runtime = self.runtime
+        buffer = bytearray()
+        async for item in iterator:
+            body = runtime.encode_line(item, buffer)
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+            # As FastAPI: a generator that never awaits still lets a disconnect through.
+            await checkpoint()
+
+    async def send_events(self, iterator: Any, send: Send) -> None:
+        runtime = self.runtime
+        buffer = bytearray()
+        lock = Lock()  # one message at a time: an event or a keep-alive
+        self.last_sent = current_time()
+        async with create_task_group() as group:
+            group.start_soon(self.keep_alive, send, lock, sse_ping_interval())
+            async for item in iterator:
+                body = runtime.encode_event(item, buffer)
+                async with lock:
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
+                self.last_sent = current_time()
+            group.cancel_scope.cancel()
+
+    async def keep_alive(self, send: Send, lock: Lock, interval: float) -> None:
+        """A comment whenever no event went out for `interval` seconds, as FastAPI sends."""
+        while True:
+            await sleep(self.last_sent + interval - current_time())
+            if current_time() - self.last_sent >= interval:
+                async with lock:
+                    await send(
+                        {"type": "http.response.body", "body": KEEPALIVE_COMMENT, "more_body": True}
+                    )
+                self.last_sent = current_time()
+
+
 class RouteRuntime:
     """Per-route state for the request path; see the module docstring."""
 
@@ -480,6 +591,7 @@ class RouteRuntime:
         "report_invalid",
         "report_invalid_msgpack",
         "status_code",
+        "stream",
         "strict_content_type",
         "trusted_class",
     )
@@ -518,6 +630,7 @@ class RouteRuntime:
         self.output_type = output.output_type if output is not None else None
         self.trusted_class = output.trusted_class if output is not None else None
         self.container = output.container if output is not None else 0
+        self.stream = output.stream if output is not None else STREAM_NONE
         self.status_code = plan.status_code
         self.max_body_size = plan.max_body_size
         direct = plan.direct
@@ -627,6 +740,41 @@ class RouteRuntime:
         except (TypeError, ValueError, OverflowError) as exc:
             return revalidate_builtins(result, self.output_type, exc)
 
+    def encode_line(self, item: Any, buffer: bytearray) -> bytes:
+        """One JSON Lines item, checked as `encode` checks a response, and its newline."""
+        mode = self.output_mode
+        if not (mode == OUTPUT_UNTYPED or (mode == OUTPUT_TRUSTED and self.is_trusted(item))):
+            item = self.validate(item)
+        self.encoder.encode_into(item, buffer)
+        buffer.extend(b"\n")
+        return bytes(buffer)
+
+    def encode_event(self, item: Any, buffer: bytearray) -> bytes:
+        """One server-sent event: a ServerSentEvent as FastAPI formats it (its data not
+        checked against the item type, as in FastAPI), any other item as an event's data."""
+        if isinstance(item, ServerSentEvent):
+            data = item.raw_data
+            if data is None and item.data is not None:
+                data = EVENT_DATA_ENCODER.encode(item.data).decode()
+            return format_sse_event(
+                data_str=data, event=item.event, id=item.id, retry=item.retry, comment=item.comment
+            )
+        mode = self.output_mode
+        if not (mode == OUTPUT_UNTYPED or (mode == OUTPUT_TRUSTED and self.is_trusted(item))):
+            item = self.validate(item)
+        # msgspec's JSON has no line breaks, so the event is a single data line.
+        buffer[:] = SSE_DATA_PREFIX
+        self.encoder.encode_into(item, buffer, len(SSE_DATA_PREFIX))
+        buffer.extend(b"\n\n")
+        return bytes(buffer)
+
+    def stream_items(
+        self, items: Any, status_code: int, extra_headers: list[tuple[bytes, bytes]]
+    ) -> ItemStream:
+        headers = list(SSE_HEADERS if self.stream == STREAM_SSE else JSONL_HEADERS)
+        headers.extend(extra_headers)
+        return ItemStream(self, items, status_code, headers)
+
     def respond(
         self,
         result: Any,
@@ -635,6 +783,8 @@ class RouteRuntime:
         request_headers: Iterable[tuple[bytes, bytes]],
     ) -> Response:
         status = status_code or self.status_code
+        if self.stream != STREAM_NONE:
+            return self.stream_items(result, status, extra_headers)
         msgpack = self.negotiates and prefers_msgpack(request_headers)
         body = self.encode(result, msgpack)
         if not body_allowed(status):
@@ -708,7 +858,9 @@ class RouteRuntime:
                     values.update(body)
                 else:
                     values[self.body_name] = body
-            if self.is_coroutine:
+            if self.stream != STREAM_NONE:
+                result = self.stream_items(self.endpoint(**values), self.status_code, [])
+            elif self.is_coroutine:
                 result = await self.endpoint(**values)
             else:
                 result = await run_in_threadpool(self.endpoint, **values)

@@ -10,15 +10,17 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import msgspec.inspect as mi
 from fastapi.encoders import jsonable_encoder
+from fastapi.utils import is_body_allowed_for_status_code
 
 from . import _compat
 from ._params import PARAM_GROUPS
+from ._shared import STREAM_JSONL, STREAM_NONE
 from ._types import is_msgspec_json_type
 
 if TYPE_CHECKING:
     from fastapi.routing import RouteContext
 
-    from ._plan import BodyPlan, EndpointSpec
+    from ._plan import BodyPlan, EndpointSpec, OutputPlan
 
 _REF_PREFIX = "#/components/schemas/"
 # The name routes that take MessagePack document it under.
@@ -182,6 +184,35 @@ def _body_content(body: BodyPlan, components: dict[str, Any]) -> dict[str, Any]:
     return content
 
 
+def _stream_content(
+    output: OutputPlan,
+    options: dict[str, Any],
+    responses: dict[Any, Any],
+    components: dict[str, Any],
+) -> None:
+    """A stream's response as FastAPI documents one: the item schema of JSON Lines, or
+    the event schema of server-sent events with the item as each event's data."""
+    code = options.get("status_code") or 200
+    if not is_body_allowed_for_status_code(code):
+        return
+    key = str(code) if str(code) in responses else code
+    entry = responses.setdefault(key, {})
+    entry.setdefault("description", options.get("response_description", "Successful Response"))
+    item = {} if output.output_type is None else _schema(output.output_type, components)
+    if output.stream == STREAM_JSONL:
+        entry.setdefault("content", {})["application/jsonl"] = {"itemSchema": item}
+        return
+    event = deepcopy(_compat.SSE_EVENT_SCHEMA)
+    if output.output_type is not None:
+        event["required"] = ["data"]
+        event["properties"]["data"] = {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": item,
+        }
+    entry.setdefault("content", {})["text/event-stream"] = {"itemSchema": event}
+
+
 def route_openapi(
     spec: EndpointSpec | None,
     options: dict[str, Any],
@@ -232,7 +263,9 @@ def route_openapi(
             },
         )
     output = spec.output
-    if output is not None and output.output_type is not None:
+    if output is not None and output.stream != STREAM_NONE:
+        _stream_content(output, options, responses, components)
+    elif output is not None and output.output_type is not None:
         code = options.get("status_code") or 200
         key = str(code) if str(code) in responses else code
         entry = responses.setdefault(key, {})

@@ -21,7 +21,7 @@ from typing import Any, get_args, get_origin
 import msgspec
 from fastapi import params
 from fastapi.datastructures import DefaultPlaceholder
-from pydantic import BaseModel
+from fastapi.sse import ServerSentEvent
 from pydantic_core import PydanticUndefined
 from starlette.requests import Request
 from starlette.responses import Response
@@ -38,6 +38,10 @@ from ._shared import (
     OUTPUT_TRUSTED,
     OUTPUT_UNTYPED,
     OUTPUT_VALIDATE,
+    STREAM_JSONL,
+    STREAM_NONE,
+    STREAM_SSE,
+    untyped_hook,
 )
 from ._types import (
     EMPTY,
@@ -45,11 +49,13 @@ from ._types import (
     endpoint_hints,
     is_body_shaped,
     is_coroutine_endpoint,
+    is_generator_endpoint,
     is_msgspec_json_type,
     is_struct_class,
     mentions_pydantic,
     mentions_struct,
     optional_inner,
+    stream_item_type,
     strip_annotated,
 )
 from ._validation import BodyErrors
@@ -103,6 +109,8 @@ class OutputPlan:
     container: int = CONTAINER_NONE
     # Set on routes that negotiate MessagePack responses with the client's Accept.
     msgpack_encoder: msgspec.msgpack.Encoder | None = None
+    # A generator endpoint's: how its items are sent; the rest of the plan is per item.
+    stream: int = STREAM_NONE
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,17 +160,11 @@ def literal_path(path_regex: re.Pattern[str], path_format: str) -> str | None:
     return path_format
 
 
-def _untyped_hook(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", by_alias=True)
-    raise TypeError(f"Encoding objects of type {type(value).__name__} is unsupported")
-
-
 _TYPED_ENCODER = msgspec.json.Encoder()
 _TYPED_MSGPACK_ENCODER = msgspec.msgpack.Encoder()
-_UNTYPED_OUTPUT = OutputPlan(OUTPUT_UNTYPED, msgspec.json.Encoder(enc_hook=_untyped_hook))
+_UNTYPED_OUTPUT = OutputPlan(OUTPUT_UNTYPED, msgspec.json.Encoder(enc_hook=untyped_hook))
 _UNTYPED_MSGPACK_OUTPUT = replace(
-    _UNTYPED_OUTPUT, msgpack_encoder=msgspec.msgpack.Encoder(enc_hook=_untyped_hook)
+    _UNTYPED_OUTPUT, msgpack_encoder=msgspec.msgpack.Encoder(enc_hook=untyped_hook)
 )
 
 
@@ -358,6 +360,46 @@ def _trust(output_type: Any) -> tuple[type | None, int]:
     return None, CONTAINER_NONE
 
 
+def _check_typed_options(where: str, options: dict[str, Any]) -> None:
+    for option in _REJECTED_FOR_TYPED:
+        if options.get(option):
+            raise TypeError(f"{where}: {option} is not supported for msgspec responses")
+    if options.get("response_model_by_alias", True) is False:
+        raise TypeError(
+            f"{where}: response_model_by_alias=False is not supported, msgspec "
+            "responses always use the encoded field names"
+        )
+
+
+def _stream_plan(
+    endpoint_name: str, return_type: Any, options: dict[str, Any], sse: bool
+) -> OutputPlan | None:
+    """How a generator endpoint's items are sent: each checked and encoded as a response
+    of the item type, or as it is without one; None for Pydantic items (FastAPI's)."""
+    item_type = stream_item_type(return_type)
+    kind = STREAM_SSE if sse else STREAM_JSONL
+    if item_type is Any or item_type is ServerSentEvent:
+        return OutputPlan(OUTPUT_UNTYPED, _UNTYPED_OUTPUT.encoder, stream=kind)
+    if mentions_pydantic(item_type):
+        return None
+    where = f"{endpoint_name}(): stream item type"
+    if not is_msgspec_json_type(item_type):
+        raise TypeError(f"{where}: msgspec cannot encode {item_type!r}")
+    _check_typed_options(where, options)
+    item_type = constrained_type(item_type, (), where)
+    trusted_class, container = _trust(item_type)
+    mode = OUTPUT_TRUSTED if trusted_class is not None else OUTPUT_VALIDATE
+    return OutputPlan(
+        mode,
+        _TYPED_ENCODER,
+        msgspec.json.Decoder(type=item_type),
+        item_type,
+        trusted_class,
+        container,
+        stream=kind,
+    )
+
+
 def _output_plan(
     endpoint_name: str,
     return_type: Any,
@@ -370,14 +412,7 @@ def _output_plan(
     output_type = return_type if inferred else explicit
     if is_msgspec_json_type(output_type):
         where = f"{endpoint_name}(): response type"
-        for option in _REJECTED_FOR_TYPED:
-            if options.get(option):
-                raise TypeError(f"{where}: {option} is not supported for msgspec responses")
-        if options.get("response_model_by_alias", True) is False:
-            raise TypeError(
-                f"{where}: response_model_by_alias=False is not supported, msgspec "
-                "responses always use the encoded field names"
-            )
+        _check_typed_options(where, options)
         if options.get("status_code") in BODYLESS_STATUSES:
             raise TypeError(f"{where}: status code {options['status_code']} has no body")
         if not untyped_allowed:
@@ -415,10 +450,13 @@ def analyze_endpoint(
     options: dict[str, Any],
     untyped_allowed: bool,
     msgpack: bool = False,
+    sse: bool = False,
 ) -> tuple[EndpointSpec | None, inspect.Signature]:
     """The spec of an endpoint, or None when FastAPI should handle the route alone.
 
     With `msgpack`, the body is also accepted as MessagePack and the response negotiated.
+    A generator endpoint streams JSON Lines, or server-sent events with `sse` (the route's
+    response class is an EventSourceResponse); its responses stay JSON.
 
     Also returns the signature FastAPI should see: without the body parameter, with a
     Request and a Response parameter the wrapper reads, and no return annotation when
@@ -435,7 +473,15 @@ def analyze_endpoint(
         return_type = None  # `-> None` declares no response model, as in FastAPI
     body_parameters = _find_body(name, parameters)
     body = _body_plan(name, body_parameters, msgpack) if body_parameters else None
-    output = _output_plan(name, return_type, options, untyped_allowed, msgpack)
+    if is_generator_endpoint(endpoint):
+        output = _stream_plan(name, return_type, options, sse) if untyped_allowed or sse else None
+        if output is None and body is not None:
+            raise TypeError(
+                f"{name}(): a generator endpoint with a msgspec body streams as JSON Lines "
+                "(the default response class) or with response_class=EventSourceResponse"
+            )
+    else:
+        output = _output_plan(name, return_type, options, untyped_allowed, msgpack)
     if body is None and output is None:
         return None, signature
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from fastapi import HTTPException
 from fastapi.exceptions import RequestValidationError, ResponseValidationError
+from fastapi.sse import KEEPALIVE_COMMENT, ServerSentEvent, format_sse_event
+from pydantic import BaseModel
 from starlette.background import BackgroundTask
 from starlette.requests import ClientDisconnect
 from starlette.responses import Response
@@ -23,6 +26,7 @@ from ._compat import (
     apply_form_limits,
     get_route_path,
     route_selected,
+    sse_ping_interval,
     update_scope,
 )
 
@@ -68,6 +72,32 @@ MISSING = Missing()
 OUTPUT_UNTYPED = 0
 OUTPUT_TRUSTED = 1
 OUTPUT_VALIDATE = 2
+
+# How a generator endpoint's items are sent (`OutputPlan.stream`).
+STREAM_NONE = 0  # not a stream: one response
+STREAM_JSONL = 1  # JSON Lines, as FastAPI streams a generator endpoint by default
+STREAM_SSE = 2  # server-sent events, with response_class=EventSourceResponse
+
+# The headers FastAPI starts each kind of stream with, before the injected Response's.
+JSONL_HEADERS = ((b"content-type", b"application/jsonl"),)
+SSE_HEADERS = (
+    (b"content-type", b"text/event-stream; charset=utf-8"),
+    (b"cache-control", b"no-cache"),
+    (b"x-accel-buffering", b"no"),
+)
+SSE_DATA_PREFIX = b"data: "
+
+
+def untyped_hook(value: Any) -> Any:
+    """How untyped responses encode what msgspec does not know: Pydantic models by their
+    JSON dump with aliases."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    raise TypeError(f"Encoding objects of type {type(value).__name__} is unsupported")
+
+
+# The `data` of a ServerSentEvent, which FastAPI does not validate against the item type.
+EVENT_DATA_ENCODER = msgspec.json.Encoder(enc_hook=untyped_hook)
 
 CONTAINER_NONE = 0
 CONTAINER_LIST = 1
@@ -201,14 +231,18 @@ __all__ = [
     "FASTAPI_SCOPE_KEY",
     "INCLUDED_ROUTER_KEY",
     "INCLUSION_ROUTER_ATTR",
+    "KEEPALIVE_COMMENT",
     "ROUTE_CONTEXT_KEY",
     "TELEMETRY_SCOPE_KEY",
     "ClientDisconnect",
     "HTTPException",
     "RequestValidationError",
     "ResponseValidationError",
+    "ServerSentEvent",
     "apply_form_limits",
+    "format_sse_event",
     "get_route_path",
     "route_selected",
+    "sse_ping_interval",
     "update_scope",
 ]

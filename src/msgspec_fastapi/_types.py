@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from collections import abc
 from collections.abc import Callable
 from functools import partial
 from types import NoneType, UnionType
@@ -124,3 +125,39 @@ def is_coroutine_endpoint(endpoint: Callable[..., Any]) -> bool:
     if inspect.iscoroutinefunction(target):
         return True
     return callable(target) and inspect.iscoroutinefunction(type(target).__call__)
+
+
+def is_generator_endpoint(endpoint: Callable[..., Any]) -> bool:
+    """Whether calling `endpoint` returns a generator or an async generator, through
+    partials and callable objects (what FastAPI streams)."""
+    target: Any = endpoint
+    while isinstance(target, partial):
+        target = target.func
+    if inspect.isasyncgenfunction(target) or inspect.isgeneratorfunction(target):
+        return True
+    if not callable(target):
+        return False
+    call = type(target).__call__
+    return inspect.isasyncgenfunction(call) or inspect.isgeneratorfunction(call)
+
+
+_ITERATOR_ORIGINS = frozenset(
+    {
+        abc.AsyncIterator,
+        abc.AsyncIterable,
+        abc.AsyncGenerator,
+        abc.Iterator,
+        abc.Iterable,
+        abc.Generator,
+    }
+)
+
+
+def stream_item_type(annotation: Any) -> Any:
+    """The item type of `AsyncIterator[T]`, `Iterator[T]`, `AsyncGenerator[T, None]`, ...;
+    `Any` for a bare iterator type or no annotation, as FastAPI reads it."""
+    bare = strip_annotated(annotation)
+    if get_origin(bare) in _ITERATOR_ORIGINS:
+        args = get_args(bare)
+        return args[0] if args else Any
+    return Any

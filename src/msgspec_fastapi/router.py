@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 from fastapi import APIRouter
 from fastapi.datastructures import DefaultPlaceholder
 from fastapi.routing import APIRoute
+from fastapi.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
@@ -30,6 +31,7 @@ from ._plan import DirectPlan, EndpointSpec, RoutePlan, analyze_endpoint, litera
 from ._shared import (
     DIRECT_ATTR,
     MATCHER_ATTR,
+    STREAM_NONE,
     ClientDisconnect,
     NoResponse,
     RequestValidationError,
@@ -104,6 +106,8 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
     request_name, response_name = spec.request_name, spec.response_name
     pop_request, pop_response = spec.injected_request, spec.injected_response
     handles_output = spec.output is not None
+    # A generator endpoint's call only makes the generator: no threadpool, no await.
+    streams = spec.output is not None and spec.output.stream != STREAM_NONE
 
     @wraps(endpoint)
     async def wrapper(**values: Any) -> Any:
@@ -118,7 +122,9 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
                 values.update(body)
             else:
                 values[body_name] = body
-        if is_coroutine:
+        if streams:
+            result = endpoint(**values)
+        elif is_coroutine:
             result = await endpoint(**values)
         else:
             result = await run_in_threadpool(endpoint, **values)
@@ -129,6 +135,10 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
         )
 
     wrapper.__signature__ = exposed  # type: ignore[attr-defined]
+    if streams:
+        # FastAPI follows __wrapped__ to decide whether an endpoint streams: this one
+        # returns the stream itself.
+        del wrapper.__wrapped__
     setattr(wrapper, _SPEC_ATTR, spec)
     return wrapper
 
@@ -341,7 +351,8 @@ class MsgspecRouter(APIRouter):
         if response_class is None or isinstance(response_class, DefaultPlaceholder):
             response_class = _resolve(self.default_response_class)
         untyped_allowed = response_class is MsgspecJSONResponse
-        spec, exposed = analyze_endpoint(endpoint, kwargs, untyped_allowed, msgpack)
+        sse = isinstance(response_class, type) and issubclass(response_class, EventSourceResponse)
+        spec, exposed = analyze_endpoint(endpoint, kwargs, untyped_allowed, msgpack, sse)
         # What FastAPI documents error models under: the class the route responds with.
         media_type = "application/json"
         if spec is None or spec.output is None:
@@ -354,6 +365,9 @@ class MsgspecRouter(APIRouter):
         if spec is not None and spec.output is not None:
             kwargs["response_model"] = None
             kwargs["response_class"] = MsgspecJSONResponse
+            if spec.output.stream != STREAM_NONE:
+                # Documented by route_openapi; a class without a media type adds nothing.
+                kwargs["response_class"] = Response
         merged = dict(self.msgspec_components)
         merge_components(merged, components)
         count = len(self.routes)
