@@ -9,11 +9,12 @@ response class) is imported from Python modules, so the twins cannot disagree on
 
 from contextlib import suppress
 from copy import deepcopy
+from time import monotonic
 from urllib.parse import parse_qsl
 
 import msgspec
 from fastapi.routing import APIRoute, APIRouter
-from anyio import CancelScope, Lock, create_task_group, current_time, sleep
+from anyio import CancelScope, Event, create_task_group, sleep
 from anyio.lowlevel import checkpoint
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.convertors import StringConvertor
@@ -68,6 +69,7 @@ cdef int STREAM_SSE = _shared.STREAM_SSE
 cdef tuple JSONL_HEADERS = _shared.JSONL_HEADERS
 cdef tuple SSE_HEADERS = _shared.SSE_HEADERS
 cdef bytes SSE_DATA_PREFIX = _shared.SSE_DATA_PREFIX
+cdef int CHECKPOINT_EVERY = _shared.CHECKPOINT_EVERY
 cdef int PARAM_PATH = _shared.PARAM_PATH
 cdef int PARAM_QUERY = _shared.PARAM_QUERY
 cdef int PARAM_HEADER = _shared.PARAM_HEADER
@@ -441,7 +443,11 @@ class ItemStream(StreamingResponse):
         self.status_code = status_code
         self.raw_headers = headers
         self.background = None
+        # Server-sent events: when the last message went out, whether an event is being
+        # sent, and the keep-alive being sent (set when it is done), if any.
         self.last_sent = 0.0
+        self.sending = False
+        self.ping = None
 
     async def stream_response(self, send):
         await send(
@@ -461,35 +467,50 @@ class ItemStream(StreamingResponse):
     async def send_lines(self, iterator, send):
         cdef RouteRuntime runtime = self.runtime
         cdef bytearray buffer = bytearray()
+        cdef int count = 0
         async for item in iterator:
             body = runtime.encode_line(item, buffer)
             await send({"type": "http.response.body", "body": body, "more_body": True})
-            await checkpoint()
+            count += 1
+            if count == CHECKPOINT_EVERY:
+                count = 0
+                await checkpoint()
 
     async def send_events(self, iterator, send):
         cdef RouteRuntime runtime = self.runtime
         cdef bytearray buffer = bytearray()
-        lock = Lock()
-        self.last_sent = current_time()
+        cdef int count = 0
+        self.last_sent = monotonic()
         async with create_task_group() as group:
-            group.start_soon(self.keep_alive, send, lock, sse_ping_interval())
+            group.start_soon(self.keep_alive, send, sse_ping_interval())
             async for item in iterator:
                 body = runtime.encode_event(item, buffer)
-                async with lock:
-                    await send({"type": "http.response.body", "body": body, "more_body": True})
-                self.last_sent = current_time()
+                if self.ping is not None:
+                    await self.ping.wait()
+                self.sending = True
+                await send({"type": "http.response.body", "body": body, "more_body": True})
+                self.sending = False
+                self.last_sent = monotonic()
+                count += 1
+                if count == CHECKPOINT_EVERY:
+                    count = 0
+                    await checkpoint()
             group.cancel_scope.cancel()
 
-    async def keep_alive(self, send, lock, double interval):
+    async def keep_alive(self, send, double interval):
         """A comment whenever no event went out for `interval` seconds, as FastAPI sends."""
         while True:
-            await sleep(self.last_sent + interval - current_time())
-            if current_time() - self.last_sent >= interval:
-                async with lock:
+            await sleep(self.last_sent + interval - monotonic())
+            if not self.sending and monotonic() - self.last_sent >= interval:
+                self.ping = Event()
+                try:
                     await send(
                         {"type": "http.response.body", "body": KEEPALIVE_COMMENT, "more_body": True}
                     )
-                self.last_sent = current_time()
+                finally:
+                    self.ping.set()
+                    self.ping = None
+                self.last_sent = monotonic()
 
 
 cdef class RouteRuntime:

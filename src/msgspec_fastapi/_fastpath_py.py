@@ -54,11 +54,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Iterable
 from contextlib import suppress
 from copy import deepcopy
+from time import monotonic
 from typing import Any
 from urllib.parse import parse_qsl
 
 import msgspec
-from anyio import CancelScope, Lock, create_task_group, current_time, sleep
+from anyio import CancelScope, Event, create_task_group, sleep
 from anyio.lowlevel import checkpoint
 from fastapi.routing import APIRoute, APIRouter
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
@@ -116,6 +117,7 @@ STREAM_SSE = _shared.STREAM_SSE
 JSONL_HEADERS = _shared.JSONL_HEADERS
 SSE_HEADERS = _shared.SSE_HEADERS
 SSE_DATA_PREFIX = _shared.SSE_DATA_PREFIX
+CHECKPOINT_EVERY = _shared.CHECKPOINT_EVERY
 PARAM_PATH = _shared.PARAM_PATH
 PARAM_QUERY = _shared.PARAM_QUERY
 PARAM_HEADER = _shared.PARAM_HEADER
@@ -513,7 +515,11 @@ class ItemStream(StreamingResponse):
         self.status_code = status_code
         self.raw_headers = headers
         self.background = None
+        # Server-sent events: when the last message went out, whether an event is being
+        # sent, and the keep-alive being sent (set when it is done), if any.
         self.last_sent = 0.0
+        self.sending = False
+        self.ping: Event | None = None
 
     async def stream_response(self, send: Send) -> None:
         await send(
@@ -533,36 +539,52 @@ class ItemStream(StreamingResponse):
     async def send_lines(self, iterator: Any, send: Send) -> None:
         runtime = self.runtime
         buffer = bytearray()
+        count = 0
         async for item in iterator:
             body = runtime.encode_line(item, buffer)
             await send({"type": "http.response.body", "body": body, "more_body": True})
-            # As FastAPI: a generator that never awaits still lets a disconnect through.
-            await checkpoint()
+            count += 1
+            if count == CHECKPOINT_EVERY:
+                count = 0
+                await checkpoint()
 
     async def send_events(self, iterator: Any, send: Send) -> None:
         runtime = self.runtime
         buffer = bytearray()
-        lock = Lock()  # one message at a time: an event or a keep-alive
-        self.last_sent = current_time()
+        count = 0
+        self.last_sent = monotonic()
         async with create_task_group() as group:
-            group.start_soon(self.keep_alive, send, lock, sse_ping_interval())
+            group.start_soon(self.keep_alive, send, sse_ping_interval())
             async for item in iterator:
                 body = runtime.encode_event(item, buffer)
-                async with lock:
-                    await send({"type": "http.response.body", "body": body, "more_body": True})
-                self.last_sent = current_time()
+                # One message at a time: wait for a keep-alive being sent, if any.
+                if self.ping is not None:
+                    await self.ping.wait()
+                self.sending = True
+                await send({"type": "http.response.body", "body": body, "more_body": True})
+                self.sending = False
+                self.last_sent = monotonic()
+                count += 1
+                if count == CHECKPOINT_EVERY:
+                    count = 0
+                    await checkpoint()
             group.cancel_scope.cancel()
 
-    async def keep_alive(self, send: Send, lock: Lock, interval: float) -> None:
-        """A comment whenever no event went out for `interval` seconds, as FastAPI sends."""
+    async def keep_alive(self, send: Send, interval: float) -> None:
+        """A comment whenever no event went out for `interval` seconds, as FastAPI sends;
+        never while an event is being sent (then the stream is not idle)."""
         while True:
-            await sleep(self.last_sent + interval - current_time())
-            if current_time() - self.last_sent >= interval:
-                async with lock:
+            await sleep(self.last_sent + interval - monotonic())
+            if not self.sending and monotonic() - self.last_sent >= interval:
+                self.ping = Event()
+                try:
                     await send(
                         {"type": "http.response.body", "body": KEEPALIVE_COMMENT, "more_body": True}
                     )
-                self.last_sent = current_time()
+                finally:
+                    self.ping.set()
+                    self.ping = None
+                self.last_sent = monotonic()
 
 
 class RouteRuntime:
