@@ -14,11 +14,13 @@ from __future__ import annotations
 import datetime
 import enum
 import uuid
+from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any
 
 import msgspec
 from fastapi import Body, Depends, FastAPI, Header, Path, Query
 from fastapi.routing import iter_route_contexts
+from fastapi.sse import EventSourceResponse
 from twins import PerTwin, Twin
 
 from msgspec_fastapi import MsgspecRouter
@@ -151,6 +153,26 @@ def tier_router(tier: str, route_class: type[MsgspecRoute] = MsgspecRoute) -> Ms
     @router.get("/pick/{index}")
     async def pick(index: int) -> list[Point]:
         return PICKS[index % len(PICKS)]
+
+    @router.get("/lines/{count}")
+    async def lines(count: Annotated[int, Path(le=1000)]) -> AsyncIterator[Point]:
+        for i in range(count):
+            yield Point(i, -i)
+
+    @router.get("/sync-lines/{count}")
+    def sync_lines(count: Annotated[int, Path(le=1000)]) -> Iterator[Point]:
+        for i in range(count):
+            yield Point(i, -i)
+
+    @router.get("/events/{count}", response_class=EventSourceResponse)
+    async def events(count: Annotated[int, Path(le=1000)]) -> AsyncIterator[Point]:
+        for i in range(count):
+            yield Point(i, -i)
+
+    @router.get("/bad-lines")
+    async def bad_lines() -> AsyncIterator[Point]:
+        yield Point(1, 2)
+        yield {"x": "not a number"}  # type: ignore[misc]
 
     @router.get("/words/{word}")
     async def word(word: Annotated[str, Path(max_length=12)]) -> dict[str, str]:

@@ -131,11 +131,13 @@ async def send_request(
     headers: Headers = (),
     chunks: Sequence[bytes] = (b"",),
     complete: bool = True,
+    then: Literal["disconnect", "wait"] = "disconnect",
 ) -> Reply:
     """One request with its body in `chunks`; with `complete=False` the client leaves
-    (an `http.disconnect`) instead of finishing the body."""
+    (an `http.disconnect`) instead of finishing the body. After the body, `then` as for
+    `send_messages` (a stream runs to its end only with "wait")."""
     return await send_messages(
-        app, scope_for(method, target, headers), body_messages(chunks, complete)
+        app, scope_for(method, target, headers), body_messages(chunks, complete), then
     )
 
 

@@ -2,7 +2,9 @@
 
 Valid and invalid requests of every kind (200, 400 from malformed and from too deeply
 nested JSON, 413, 415, 422 for bodies and parameters, a response that fails validation,
-a client that leaves mid-body, a sync endpoint) go to both tiers of `hostile_app`, as raw
+a client that leaves mid-body, a sync endpoint; JSON Lines and server-sent events from
+async and sync generators, streamed to the end, cut short by a client that leaves, or
+failing on an invalid item) go to both tiers of `hostile_app`, as raw
 ASGI calls on one event loop, on whichever twin the session runs (compiled or pure).
 After a warm-up, the memory tracemalloc sees (over the first 5% of the requests: it
 slows every allocation), then the resident set size (/proc/self/statm) and the number of
@@ -54,7 +56,7 @@ RSS_GROWTH_LIMIT = 4 * 1024 * 1024
 VALID = msgspec.json.encode(EVERYTHING)
 DEEP = b"[" * 5_000 + b"]" * 5_000
 
-# (method, target, headers, chunks, complete) -> what the client sees
+# (method, target, headers, chunks, complete[, then]) -> what the client sees
 KINDS: list[tuple[tuple[Any, ...], Any]] = [
     (("POST", "/everything", JSON, [VALID], True), 200),
     (("POST", "/everything", JSON, [VALID[:30], VALID[30:]], True), 200),
@@ -70,22 +72,29 @@ KINDS: list[tuple[tuple[Any, ...], Any]] = [
     (("GET", "/items/1?n=x&when=2024-02-30", [], [b""], True), 422),
     (("GET", "/pick/0", [], [b""], True), 200),
     (("GET", "/pick/3", [], [b""], True), "ResponseValidationError"),
+    (("GET", "/lines/50", [], [b""], True, "wait"), 200),
+    (("GET", "/lines/1000", [], [b""], True), 200),  # the client leaves mid-stream
+    (("GET", "/sync-lines/20", [], [b""], True, "wait"), 200),
+    (("GET", "/sync-lines/1000", [], [b""], True), 200),
+    (("GET", "/events/50", [], [b""], True, "wait"), 200),
+    (("GET", "/events/1000", [], [b""], True), 200),
+    (("GET", "/bad-lines", [], [b""], True, "wait"), "ResponseValidationError"),
 ]
 
 
 async def send_all(app: Any, count: int, start: int = 0) -> Counter:
     """Send `count` requests, cycling through KINDS on both tiers; count what came back."""
     plan = [
-        (tier, method, f"/{tier}{target}".encode(), headers, chunks, complete)
+        (f"/{tier}{target}".encode(), method, headers, chunks, *rest)
         for tier in TIERS
-        for (method, target, headers, chunks, complete), _ in KINDS
+        for (method, target, headers, chunks, *rest), _ in KINDS
     ]
     seen: Counter = Counter()
     for i in range(start, start + count):
-        _, method, target, headers, chunks, complete = plan[i % len(plan)]
+        target, method, headers, chunks, *rest = plan[i % len(plan)]
         try:
-            reply = await send_request(app, method, target, headers, chunks, complete)
-        except ResponseValidationError:
+            reply = await send_request(app, method, target, headers, chunks, *rest)
+        except* ResponseValidationError:
             seen[(target, "ResponseValidationError")] += 1
         else:
             seen[(target, reply.status)] += 1
@@ -96,7 +105,7 @@ def expected_counts(start: int, count: int) -> Counter:
     outcomes = [
         (f"/{tier}{target}".encode(), status)
         for tier in TIERS
-        for (_, target, _, _, _), status in KINDS
+        for (_, target, *_), status in KINDS
     ]
     return Counter(outcomes[i % len(outcomes)] for i in range(start, start + count))
 
