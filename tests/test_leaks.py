@@ -103,9 +103,7 @@ async def send_all(app: Any, count: int, start: int = 0) -> Counter:
 
 def expected_counts(start: int, count: int) -> Counter:
     outcomes = [
-        (f"/{tier}{target}".encode(), status)
-        for tier in TIERS
-        for (_, target, *_), status in KINDS
+        (f"/{tier}{target}".encode(), status) for tier in TIERS for (_, target, *_), status in KINDS
     ]
     return Counter(outcomes[i % len(outcomes)] for i in range(start, start + count))
 
