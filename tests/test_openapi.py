@@ -16,6 +16,7 @@ import openapi_models
 import pydantic
 import pytest
 from fastapi import APIRouter, Body, FastAPI, Header, Path, Query
+from fastapi.exceptions import ResponseValidationError
 from fastapi.testclient import TestClient
 from openapi_spec_validator import validate
 
@@ -986,13 +987,55 @@ class VendorResponse(MsgspecJSONResponse):
     media_type = VND
 
 
-def test_msgspec_response_subclass_with_another_media_type_is_refused_for_a_typed_route(
+def test_typed_route_with_a_vendor_response_class_is_sent_with_its_media_type(
     router: MsgspecRouter,
 ) -> None:
-    # The request path labels msgspec responses application/json (see README Limitations).
-    with pytest.raises(TypeError, match="MsgspecJSONResponse subclass"):
+    @router.get("/cities", response_class=VendorResponse)
+    async def cities() -> list[City]:
+        return [City(name="a", population=1)]
 
-        @router.get("/cities", response_class=VendorResponse)
+    response = TestClient(app_with(router)).get("/cities")
+
+    assert response.headers["content-type"] == VND
+    assert response.json() == [{"name": "a", "population": 1}]
+
+
+def test_typed_route_with_a_vendor_response_class_is_documented_under_its_media_type(
+    router: MsgspecRouter,
+) -> None:
+    @router.get("/cities", response_class=VendorResponse)
+    async def cities() -> list[City]:
+        return []
+
+    document = document_for(app_with(router))
+
+    content = operation(document, "/cities", "get")["responses"]["200"]["content"]
+    assert list(content) == [VND]
+    assert content[VND]["schema"]["type"] == "array"
+
+
+def test_typed_route_with_a_vendor_response_class_validates_as_any_typed_route(
+    router: MsgspecRouter,
+) -> None:
+    @router.get("/cities", response_class=VendorResponse)
+    async def cities() -> list[City]:
+        return [{"name": "a"}]  # type: ignore[list-item]
+
+    with pytest.raises(ResponseValidationError):
+        TestClient(app_with(router)).get("/cities")
+
+
+def test_msgspec_response_subclass_that_renders_its_own_way_is_refused_for_a_typed_route(
+    router: MsgspecRouter,
+) -> None:
+    class Rendering(MsgspecJSONResponse):
+        def render(self, content: Any) -> bytes:
+            return b"[]"
+
+    # The request path encodes typed responses itself: this render would never run.
+    with pytest.raises(TypeError, match="changes only the media_type"):
+
+        @router.get("/cities", response_class=Rendering)
         async def cities() -> list[City]:
             return []
 

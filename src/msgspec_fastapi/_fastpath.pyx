@@ -535,6 +535,7 @@ cdef class RouteRuntime:
     cdef object trusted_class
     cdef int container
     cdef readonly int stream
+    cdef tuple content_type
     cdef int status_code
     cdef Py_ssize_t max_body_size
     cdef object endpoint
@@ -564,6 +565,7 @@ cdef class RouteRuntime:
         self.trusted_class = output.trusted_class if output is not None else None
         self.container = output.container if output is not None else 0
         self.stream = output.stream if output is not None else STREAM_NONE
+        self.content_type = output.content_type if output is not None else JSON_CONTENT_TYPE
         self.status_code = plan.status_code
         self.max_body_size = plan.max_body_size
         direct = plan.direct
@@ -709,7 +711,7 @@ cdef class RouteRuntime:
         cdef bytes body = self.encode(result, msgpack)
         if not body_allowed(status):
             body = b""
-        cdef tuple content_type = MSGPACK_CONTENT_TYPE if msgpack else JSON_CONTENT_TYPE
+        cdef tuple content_type = MSGPACK_CONTENT_TYPE if msgpack else self.content_type
         cdef list headers = response_headers(status, body, content_type, self.negotiates)
         headers.extend(extra_headers)
         return PreparedResponse(body, status, headers)
@@ -802,7 +804,7 @@ cdef class RouteRuntime:
             payload = self.encode(result, msgpack)
             if not body_allowed(status):
                 payload = b""
-            content_type = MSGPACK_CONTENT_TYPE if msgpack else JSON_CONTENT_TYPE
+            content_type = MSGPACK_CONTENT_TYPE if msgpack else self.content_type
             started = True
             await send(
                 {

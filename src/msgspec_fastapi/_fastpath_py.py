@@ -594,6 +594,7 @@ class RouteRuntime:
         "accepts_msgpack",
         "body_name",
         "container",
+        "content_type",
         "decoder",
         "default",
         "embedded",
@@ -653,6 +654,7 @@ class RouteRuntime:
         self.trusted_class = output.trusted_class if output is not None else None
         self.container = output.container if output is not None else 0
         self.stream = output.stream if output is not None else STREAM_NONE
+        self.content_type = output.content_type if output is not None else JSON_CONTENT_TYPE
         self.status_code = plan.status_code
         self.max_body_size = plan.max_body_size
         direct = plan.direct
@@ -811,7 +813,7 @@ class RouteRuntime:
         body = self.encode(result, msgpack)
         if not body_allowed(status):
             body = b""
-        content_type = MSGPACK_CONTENT_TYPE if msgpack else JSON_CONTENT_TYPE
+        content_type = MSGPACK_CONTENT_TYPE if msgpack else self.content_type
         headers = response_headers(status, body, content_type, self.negotiates)
         headers.extend(extra_headers)
         return PreparedResponse(body, status, headers)
@@ -895,7 +897,7 @@ class RouteRuntime:
             payload = self.encode(result, msgpack)
             if not body_allowed(status):
                 payload = b""
-            content_type = MSGPACK_CONTENT_TYPE if msgpack else JSON_CONTENT_TYPE
+            content_type = MSGPACK_CONTENT_TYPE if msgpack else self.content_type
             started = True
             await send(
                 {

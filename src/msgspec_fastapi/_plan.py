@@ -34,6 +34,7 @@ from ._shared import (
     CONTAINER_NONE,
     CONTAINER_OPTIONAL,
     CONTAINER_TUPLE,
+    JSON_CONTENT_TYPE,
     MISSING,
     OUTPUT_TRUSTED,
     OUTPUT_UNTYPED,
@@ -111,6 +112,8 @@ class OutputPlan:
     msgpack_encoder: msgspec.msgpack.Encoder | None = None
     # A generator endpoint's: how its items are sent; the rest of the plan is per item.
     stream: int = STREAM_NONE
+    # The content-type header of JSON responses: the response class's media type.
+    content_type: tuple[bytes, bytes] = JSON_CONTENT_TYPE
 
 
 @dataclass(frozen=True, slots=True)
@@ -416,11 +419,11 @@ def _output_plan(
         if options.get("status_code") in BODYLESS_STATUSES:
             raise TypeError(f"{where}: status code {options['status_code']} has no body")
         if not untyped_allowed:
-            # The request path sends every msgspec response as application/json, so a
-            # MsgspecJSONResponse subclass with another media type would be mislabelled.
+            # The request path encodes msgspec responses itself, so a response class
+            # that renders them its own way would be bypassed.
             raise TypeError(
-                f"{where}: a custom response_class cannot encode msgspec responses (not "
-                "even a MsgspecJSONResponse subclass: they are sent as application/json)"
+                f"{where}: a custom response_class cannot encode msgspec responses (a "
+                "MsgspecJSONResponse subclass can, when it changes only the media_type)"
             )
         output_type = constrained_type(output_type, (), where)
         trusted_class, container = _trust(output_type)
@@ -451,12 +454,14 @@ def analyze_endpoint(
     untyped_allowed: bool,
     msgpack: bool = False,
     sse: bool = False,
+    media_type: str = "application/json",
 ) -> tuple[EndpointSpec | None, inspect.Signature]:
     """The spec of an endpoint, or None when FastAPI should handle the route alone.
 
     With `msgpack`, the body is also accepted as MessagePack and the response negotiated.
     A generator endpoint streams JSON Lines, or server-sent events with `sse` (the route's
-    response class is an EventSourceResponse); its responses stay JSON.
+    response class is an EventSourceResponse); its responses stay JSON. JSON responses
+    are labelled `media_type` (that of the route's MsgspecJSONResponse subclass).
 
     Also returns the signature FastAPI should see: without the body parameter, with a
     Request and a Response parameter the wrapper reads, and no return annotation when
@@ -482,6 +487,8 @@ def analyze_endpoint(
             )
     else:
         output = _output_plan(name, return_type, options, untyped_allowed, msgpack)
+        if output is not None and media_type != "application/json":
+            output = replace(output, content_type=(b"content-type", media_type.encode("latin-1")))
     if body is None and output is None:
         return None, signature
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):

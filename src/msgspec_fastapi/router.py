@@ -165,6 +165,17 @@ def _direct_plan(spec: EndpointSpec, target: Any) -> DirectPlan | None:
     return DirectPlan(spec.endpoint, spec.is_coroutine, params, body_name)
 
 
+def _renders_as_msgspec(response_class: Any) -> bool:
+    """MsgspecJSONResponse, or a subclass that changes nothing but its media type: the
+    request path can send its responses itself."""
+    if not (isinstance(response_class, type) and issubclass(response_class, MsgspecJSONResponse)):
+        return False
+    return all(
+        getattr(response_class, name) is getattr(MsgspecJSONResponse, name)
+        for name in ("__init__", "render", "__call__", "init_headers")
+    )
+
+
 class MsgspecRoute(APIRoute):
     """An APIRoute whose body and response go through the msgspec request path."""
 
@@ -350,13 +361,20 @@ class MsgspecRouter(APIRouter):
         response_class = kwargs.get("response_class")
         if response_class is None or isinstance(response_class, DefaultPlaceholder):
             response_class = _resolve(self.default_response_class)
-        untyped_allowed = response_class is MsgspecJSONResponse
+        untyped_allowed = _renders_as_msgspec(response_class)
         sse = isinstance(response_class, type) and issubclass(response_class, EventSourceResponse)
-        spec, exposed = analyze_endpoint(endpoint, kwargs, untyped_allowed, msgpack, sse)
-        # What FastAPI documents error models under: the class the route responds with.
-        media_type = "application/json"
-        if spec is None or spec.output is None:
-            media_type = getattr(response_class, "media_type", None) or media_type
+        # What responses are labelled and documented with: the class the route responds with.
+        media_type = getattr(response_class, "media_type", None) or "application/json"
+        spec, exposed = analyze_endpoint(
+            endpoint,
+            kwargs,
+            untyped_allowed,
+            msgpack,
+            sse,
+            media_type if untyped_allowed else "application/json",
+        )
+        if spec is not None and spec.output is not None and not untyped_allowed:
+            media_type = "application/json"
         if self.responses:
             # FastAPI adds the router's responses to the route's; ours must see them to
             # take their msgspec models out, and the route's entries still win.
@@ -364,7 +382,7 @@ class MsgspecRouter(APIRouter):
         components = route_openapi(spec, kwargs, limit, media_type)
         if spec is not None and spec.output is not None:
             kwargs["response_model"] = None
-            kwargs["response_class"] = MsgspecJSONResponse
+            kwargs["response_class"] = response_class if untyped_allowed else MsgspecJSONResponse
             if spec.output.stream != STREAM_NONE:
                 # Documented by route_openapi; a class without a media type adds nothing.
                 kwargs["response_class"] = Response
