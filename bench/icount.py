@@ -15,6 +15,7 @@ the ratios beside micro.py's, not instead of them.
     python bench/icount.py --variants compiled,pure --routes get --requests 200
     python bench/icount.py --routers 1,300 --routes get-last   # the route-table mode
     python bench/icount.py --formats                 # JSON against MessagePack
+    python bench/icount.py --stream --requests 20    # the streaming routes, 1,000 items each
 
 Needs valgrind (Debian: `apt-get install valgrind`, whose headers come with it) and a C
 compiler for the five-line helper that issues the client requests.
@@ -37,8 +38,8 @@ from pathlib import Path
 from typing import Any
 
 from common import ensure_upstream, log
-from micro import cities, formats, routetable
-from micro.driver import TABLE_VARIANTS, VARIANTS, parse_sizes
+from micro import cities, formats, routetable, streams
+from micro.driver import STREAM_VARIANTS, TABLE_VARIANTS, VARIANTS, parse_sizes
 
 WARMUP_REQUESTS = 200
 
@@ -70,7 +71,7 @@ def run_worker(variant: str, route: str, requests: int, library: str) -> None:
     apps, _ = worker.load(variant)
     # A route-table case (route@size) needs only the app of its own size.
     sizes = [int(route.split("@")[1])] if "@" in route else None
-    bench = worker.Bench(variant, apps, sizes)
+    bench = worker.Bench(variant, apps, sizes, stream=route in streams.ROUTE_KEYS)
     bench.run(route, WARMUP_REQUESTS)
     helper = ctypes.CDLL(library)
     gc.collect()
@@ -136,6 +137,8 @@ def count(variant: str, route: str, requests: int, library: Path, folder: Path) 
 
 
 def label(case: str) -> str:
+    if case in streams.ROUTE_LABELS:
+        return streams.ROUTE_LABELS[case]
     if "@" not in case:
         return cities.ROUTE_LABELS[case]
     route, size = case.split("@")
@@ -144,6 +147,8 @@ def label(case: str) -> str:
 
 def print_table(counts: dict[str, dict[str, float]], variants: list[str], table: bool) -> None:
     bases = ("floor", "app-floor") if table else ("upstream", "floor")
+    if all(route in streams.ROUTE_KEYS for route in counts):
+        bases = ("pydantic",)
     print("instructions per request, counted by callgrind (lower is fewer); vs x: ratio to x")
     for route, by_variant in counts.items():
         print(f"\n{label(route)}")
@@ -181,6 +186,11 @@ def main() -> int:
         action="store_true",
         help="JSON against MessagePack on validate and list, compiled and pure (micro --formats)",
     )
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help="the streaming routes (micro --stream): compiled, pure, pydantic, litestar",
+    )
     parser.add_argument("--requests", type=int, default=1000, help="counted requests per run")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--json", type=Path, help="write the counts here")
@@ -188,6 +198,8 @@ def main() -> int:
     table = args.routers is not None
     known_variants = TABLE_VARIANTS if table else VARIANTS
     known_routes = routetable.ROUTE_KEYS if table else cities.ROUTE_KEYS
+    if args.stream:
+        known_variants, known_routes = STREAM_VARIANTS, streams.ROUTE_KEYS
     if args.formats:
         known_variants = formats.TWINS
         known_routes = tuple(f"{r}/{f}" for r in formats.ROUTES for f in formats.FORMATS)
