@@ -43,6 +43,20 @@ class Point(msgspec.Struct):
     y: int
 
 
+class Filter(msgspec.Struct, forbid_unknown_fields=True):
+    """A query model with the /items route's parameters."""
+
+    q: str | None = None
+    n: int | None = None
+    flag: bool = False
+    when: datetime.date | None = None
+    tags: list[str] = []
+
+
+class Tokens(msgspec.Struct):
+    x_token: str | None = None
+
+
 class Cat(msgspec.Struct, tag="cat"):
     lives: int
 
@@ -149,6 +163,12 @@ def tier_router(tier: str, route_class: type[MsgspecRoute] = MsgspecRoute) -> Ms
             "tags": tags,
             "x_token": x_token,
         }
+
+    @router.get("/filter")
+    async def filter_items(
+        f: Annotated[Filter, Query()], h: Annotated[Tokens, Header()]
+    ) -> dict[str, Any]:
+        return {"filter": f, "token": h.x_token}
 
     @router.get("/pick/{index}")
     async def pick(index: int) -> list[Point]:

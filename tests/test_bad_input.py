@@ -251,6 +251,15 @@ ROWS = [
     Row("unparsable declared length", "POST", b"/small", 200,
         headers=[*JSON, (b"content-length", b"12abc")], body=b'{"name":"x"}'),
     # -- path and query values ------------------------------------------------------------------
+    # -- query and header models ----------------------------------------------------------------
+    get_row("query model", b"/filter?q=x&tags=a&tags=b", 200,
+            {"filter": {"q": "x", "n": None, "flag": False, "when": None, "tags": ["a", "b"]},
+             "token": None}),
+    get_row("query model: wrong value", b"/filter?n=x", 422, loc=("query", "n")),
+    get_row("query model: impossible date", b"/filter?when=2024-02-30", 422, loc=("query", "when")),
+    get_row("query model: unknown key", b"/filter?other=1", 422, loc=("query", "other"),
+            mentions="unknown field `other`"),
+    get_row("query model: blank value for an int", b"/filter?n=", 422, loc=("query", "n")),
     get_row("plain path and query", b"/items/7?q=x&n=2", 200, item(item_id=7, q="x", n=2)),
     get_row("percent-encoded path digits", b"/items/%31%32", 200, item(item_id=12)),
     get_row("percent-encoded non-UTF-8 path", b"/items/%FF", 422, mentions="Expected `int`"),

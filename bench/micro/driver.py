@@ -24,6 +24,7 @@ variants are skipped, with the reason, while this msgspec_fastapi cannot stream.
     python bench/micro.py --variants upstream,floor --routes validate,get --rounds 6
     python bench/micro.py --routers 1,30,300 --rounds 10 --plot bench/results/routers.png
     python bench/micro.py --formats            # JSON against MessagePack (micro/formats.py)
+    python bench/micro.py --models             # a query model (micro/models.py)
     python bench/micro.py --stream --quick     # smoke run of the streaming mode
 """
 
@@ -43,7 +44,7 @@ from typing import Any, TextIO
 
 from common import BENCH, ensure_upstream, log, versions
 
-from . import cities, formats, routetable, routetable_report, streams
+from . import cities, formats, models, routetable, routetable_report, streams
 
 VARIANTS = ("compiled", "pure", "upstream", "pydantic", "litestar", "floor")
 # The variants with streaming routes (--stream); the first is the base of the ratios.
@@ -182,6 +183,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--routes",
         help=f"{','.join(cities.ROUTE_KEYS)}; with --routers"
         f" {','.join(routetable.ROUTE_KEYS)} (default: all)",
+    )
+    parser.add_argument(
+        "--models",
+        action="store_true",
+        help="a GET with a 5-field query model: compiled, pure, FastAPI's Pydantic query model",
     )
     parser.add_argument(
         "--formats",
@@ -608,6 +614,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.formats:
         return formats.run(args)
+    if args.models:
+        return models.run(args)
     for index, mode in enumerate(args.modes):
         json_path = args.json
         # Two modes (--quick): the route table's results beside the cities', not over them.

@@ -542,6 +542,7 @@ cdef class RouteRuntime:
     cdef bint is_coroutine
     cdef tuple params
     cdef object body_name
+    cdef tuple models
 
     def __init__(self, plan):
         self.plan = plan
@@ -573,6 +574,7 @@ cdef class RouteRuntime:
         self.is_coroutine = direct.is_coroutine if direct is not None else False
         self.params = tuple([Param(spec) for spec in direct.params]) if direct is not None else ()
         self.body_name = direct.body_name if direct is not None else None
+        self.models = tuple(plan.models)
 
     # -- body -----------------------------------------------------------------------
 
@@ -760,6 +762,53 @@ cdef class RouteRuntime:
                 values[spec.name] = value
         return values, errors
 
+    cpdef extract_models(self, dict scope, dict values, list errors):
+        """Each query, header and cookie model into `values`, or its errors."""
+        cdef list query = None
+        cdef dict cookies = None
+        cdef dict raw
+        cdef object model, field, value, problems
+        cdef object name, text
+        for model in self.models:
+            raw = {}
+            if model.location == PARAM_QUERY:
+                if query is None:
+                    query = parse_query(scope["query_string"])
+                for field in model.fields:
+                    value = pick(query, field.key, field.is_sequence)
+                    if value is not None and value != []:
+                        raw[field.name] = value
+                if model.forbid_unknown:
+                    for name, value in query:
+                        if name not in model.keys:
+                            raw[name] = value
+            elif model.location == PARAM_HEADER:
+                for field in model.fields:
+                    value = pick_header(scope["headers"], field.header_key, field.is_sequence)
+                    if value is not None and value != []:
+                        raw[field.name] = value
+                if model.forbid_unknown:
+                    for name, text in scope["headers"]:
+                        name = name.decode("latin-1")
+                        if name not in model.keys:
+                            raw[name] = text.decode("latin-1")
+            else:
+                if cookies is None:
+                    cookies = parse_cookies(scope["headers"])
+                for field in model.fields:
+                    value = cookies.get(field.key)
+                    if value is not None:
+                        raw[field.name] = value
+                if model.forbid_unknown:
+                    for name, value in cookies.items():
+                        if name not in model.keys:
+                            raw[name] = value
+            value, problems = model.convert(raw)
+            if problems:
+                errors.extend(problems)
+            else:
+                values[model.name] = value
+
     async def __call__(self, dict scope, receive, send):
         cdef SendTracker tracker = None
         cdef bint started = False
@@ -780,6 +829,8 @@ cdef class RouteRuntime:
                 raw = await receive_body(receive, self.max_body_size)
                 body = self.parse_body(scope, raw)
             values, errors = self.extract_params(scope)
+            if self.models:
+                self.extract_models(scope, values, errors)
             if errors:
                 raise request_invalid(errors, body, raw)
             if self.has_body:

@@ -603,6 +603,7 @@ class RouteRuntime:
         "has_body",
         "is_coroutine",
         "max_body_size",
+        "models",
         "msgpack_decoder",
         "msgpack_encoder",
         "negotiates",
@@ -662,6 +663,7 @@ class RouteRuntime:
         self.is_coroutine = direct.is_coroutine if direct is not None else False
         self.params = tuple([Param(spec) for spec in direct.params]) if direct is not None else ()
         self.body_name = direct.body_name if direct is not None else None
+        self.models = tuple(plan.models)
 
     # -- body -----------------------------------------------------------------------
 
@@ -859,6 +861,51 @@ class RouteRuntime:
                 values[spec.name] = value
         return values, errors
 
+    def extract_models(self, scope: Scope, values: dict[str, Any], errors: list[Any]) -> None:
+        """Each query, header and cookie model into `values`, or its errors."""
+        query: list[tuple[str, str]] | None = None
+        cookies: dict[str, str] | None = None
+        for model in self.models:
+            raw: dict[str, Any] = {}
+            if model.location == PARAM_QUERY:
+                if query is None:
+                    query = parse_query(scope["query_string"])
+                for field in model.fields:
+                    value = pick(query, field.key, field.is_sequence)
+                    if value is not None and value != []:
+                        raw[field.name] = value
+                if model.forbid_unknown:
+                    for name, value in query:
+                        if name not in model.keys:
+                            raw[name] = value
+            elif model.location == PARAM_HEADER:
+                for field in model.fields:
+                    value = pick_header(scope["headers"], field.header_key, field.is_sequence)
+                    if value is not None and value != []:
+                        raw[field.name] = value
+                if model.forbid_unknown:
+                    # As FastAPI's extra="forbid": every other header is an unknown field.
+                    for header, text in scope["headers"]:
+                        name = header.decode("latin-1")
+                        if name not in model.keys:
+                            raw[name] = text.decode("latin-1")
+            else:
+                if cookies is None:
+                    cookies = parse_cookies(scope["headers"])
+                for field in model.fields:
+                    value = cookies.get(field.key)
+                    if value is not None:
+                        raw[field.name] = value
+                if model.forbid_unknown:
+                    for name, value in cookies.items():
+                        if name not in model.keys:
+                            raw[name] = value
+            value, problems = model.convert(raw)
+            if problems:
+                errors.extend(problems)
+            else:
+                values[model.name] = value
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         tracker: SendTracker | None = None
         started = False
@@ -873,6 +920,8 @@ class RouteRuntime:
                 raw = await receive_body(receive, self.max_body_size)
                 body = self.parse_body(scope, raw)
             values, errors = self.extract_params(scope)
+            if self.models:
+                self.extract_models(scope, values, errors)
             if errors:
                 raise request_invalid(errors, body, raw)
             if self.has_body:

@@ -244,6 +244,19 @@ def route_openapi(
         malformed = "Malformed JSON or MessagePack" if body.msgpack_decoder else "Malformed JSON"
         responses.setdefault(400, {"description": malformed})
         responses.setdefault(415, {"description": "Unsupported Media Type"})
+    if spec.models:
+        parameters = [
+            {
+                "name": field.key,
+                "in": model.where,
+                "required": field.required,
+                "schema": _schema(field.annotation, components),
+            }
+            for model in spec.models
+            for field in model.fields
+        ]
+        extra["parameters"] = [*extra.get("parameters", []), *parameters]
+    if body is not None or spec.models:
         responses.setdefault(
             422,
             {

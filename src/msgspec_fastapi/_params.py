@@ -259,7 +259,7 @@ _SEQUENCES = (list, set, frozenset, tuple)
 PARAM_GROUPS = ("path_params", "query_params", "header_params", "cookie_params")
 
 
-def _sequence_kind(annotation: Any) -> bool | None:
+def sequence_kind(annotation: Any) -> bool | None:
     """False for a scalar, True for a flat sequence of scalars, None for anything else."""
     inner = optional_inner(annotation)
     if inner is not None:
@@ -267,7 +267,7 @@ def _sequence_kind(annotation: Any) -> bool | None:
     origin = get_origin(annotation)
     if origin in _SEQUENCES:
         args = [a for a in get_args(annotation) if a is not Ellipsis]
-        return True if all(_sequence_kind(strip_annotated(a)) is False for a in args) else None
+        return True if all(sequence_kind(strip_annotated(a)) is False for a in args) else None
     if origin is Union or (isinstance(annotation, type) and issubclass(annotation, _SEQUENCES)):
         return None
     return False
@@ -312,7 +312,7 @@ def direct_param_specs(dependant: Any) -> tuple[ParamSpec, ...] | None:
                 return None
             if any(type(m).__name__ == "Json" for m in info.metadata):
                 return None
-            is_sequence = _sequence_kind(strip_annotated(info.annotation))
+            is_sequence = sequence_kind(strip_annotated(info.annotation))
             if is_sequence is None:
                 return None
             location = _LOCATIONS[info.in_.value]

@@ -26,6 +26,7 @@ from pydantic_core import PydanticUndefined
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ._models import ModelPlan, model_param
 from ._params import ParamSpec, constrained_type
 from ._shared import (
     BODYLESS_STATUSES,
@@ -129,6 +130,7 @@ class EndpointSpec:
     injected_request: bool
     injected_response: bool
     msgpack: bool = False
+    models: tuple[ModelPlan, ...] = ()  # query, header and cookie models
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +152,7 @@ class RoutePlan:
     direct: DirectPlan | None
     # Enforced by the request path only where FastAPI does not (before 0.164); -1: none.
     max_body_size: int = -1
+    models: tuple[ModelPlan, ...] = ()
 
 
 def literal_path(path_regex: re.Pattern[str], path_format: str) -> str | None:
@@ -189,10 +192,13 @@ def _find_body(endpoint_name: str, parameters: list[inspect.Parameter]) -> list[
             continue
         explicit_param = any(isinstance(m, params.Param) for m in metadata)
         if explicit_param:
+            if model_param(endpoint_name, parameter) is not None:
+                continue  # a query, header or cookie model
             if mentions_struct(parameter.annotation):
                 raise TypeError(
-                    f"{where}: msgspec Structs are not supported as path, query, header "
-                    "or cookie parameters"
+                    f"{where}: msgspec Structs are supported as query, header and cookie "
+                    "models (the whole parameter a Struct), not as path parameters or "
+                    "inside other parameter types"
                 )
             continue
         explicit_body = any(isinstance(m, params.Body) for m in metadata)
@@ -478,6 +484,11 @@ def analyze_endpoint(
         return_type = None  # `-> None` declares no response model, as in FastAPI
     body_parameters = _find_body(name, parameters)
     body = _body_plan(name, body_parameters, msgpack) if body_parameters else None
+    models = []
+    for parameter in parameters:
+        found = model_param(name, parameter)
+        if found is not None:
+            models.append((parameter, found))
     if is_generator_endpoint(endpoint):
         output = _stream_plan(name, return_type, options, sse) if untyped_allowed or sse else None
         if output is None and body is not None:
@@ -489,12 +500,13 @@ def analyze_endpoint(
         output = _output_plan(name, return_type, options, untyped_allowed, msgpack)
         if output is not None and media_type != "application/json":
             output = replace(output, content_type=(b"content-type", media_type.encode("latin-1")))
-    if body is None and output is None:
+    if body is None and output is None and not models:
         return None, signature
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):
         raise TypeError(f"{name}(): *args and **kwargs are not supported on msgspec routes")
 
-    remaining = [p for p in parameters if p not in body_parameters]
+    taken_out = [*body_parameters, *(parameter for parameter, _ in models)]
+    remaining = [p for p in parameters if p not in taken_out]
     taken = {p.name for p in parameters}
 
     def injected(kind: type, fallback: str) -> tuple[str, bool]:
@@ -523,5 +535,6 @@ def analyze_endpoint(
         injected_request=injected_request,
         injected_response=injected_response,
         msgpack=msgpack,
+        models=tuple(plan for _, plan in models),
     )
     return spec, exposed

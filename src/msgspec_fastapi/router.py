@@ -39,7 +39,8 @@ from ._shared import (
 from ._validation import request_invalid
 from .responses import MsgspecJSONResponse
 
-# Where the delegated tier leaves (runtime, decoded body) for the endpoint wrapper.
+# Where the delegated tier leaves (runtime, decoded body, parameter models, their errors)
+# for the endpoint wrapper.
 _SCOPE_KEY = "msgspec_fastapi"
 # Set once the endpoint wrapper runs: a validation error raised before it is FastAPI's own.
 _REACHED_KEY = "msgspec_fastapi.reached"
@@ -113,8 +114,11 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
     async def wrapper(**values: Any) -> Any:
         request = values.pop(request_name) if pop_request else values[request_name]
         sub_response = values.pop(response_name) if pop_response else values[response_name]
-        runtime, body = request.scope[_SCOPE_KEY]
+        runtime, body, models, model_errors = request.scope[_SCOPE_KEY]
         request.scope[_REACHED_KEY] = True
+        if model_errors:
+            raise request_invalid(model_errors, body, None)
+        values.update(models)
         if has_body:
             if type(body) is RequestValidationError:
                 raise body
@@ -218,19 +222,35 @@ class MsgspecRoute(APIRoute):
             status_code=target.status_code or 200,
             direct=_direct_plan(spec, target),
             max_body_size=self._own_limit(),
+            models=spec.models,
         )
         runtime = self.twin.RouteRuntime(plan)
         direct = None
         if plan.direct is not None:
             direct = _compat.wrap_body_limit(runtime, getattr(target, "max_body_size", None))
         setattr(target, DIRECT_ATTR, direct)
+        has_models = bool(spec.models)
+
+        def gather_models(scope: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+            values: dict[str, Any] = {}
+            errors: list[Any] = []
+            if has_models:
+                runtime.extract_models(scope, values, errors)
+            return values, errors
+
         if spec.body is None:
 
             async def handle(request: Request) -> Response:
                 if plan.max_body_size >= 0:
                     runtime.check_declared_length(request.scope["headers"])
-                request.scope[_SCOPE_KEY] = (runtime, None)
-                return await handler(request)
+                models, model_errors = gather_models(request.scope)
+                request.scope[_SCOPE_KEY] = (runtime, None, models, model_errors)
+                try:
+                    return await handler(request)
+                except RequestValidationError as exc:
+                    if request.scope.get(_REACHED_KEY) or not model_errors:
+                        raise
+                    raise request_invalid([*exc.errors(), *model_errors], None, None) from None
 
             return handle
 
@@ -247,15 +267,16 @@ class MsgspecRoute(APIRoute):
                 return NoResponse()
             # 415 and 400 are sent here, before any dependency runs.
             body = runtime.parse_body(request.scope, raw)
-            request.scope[_SCOPE_KEY] = (runtime, body)
+            models, model_errors = gather_models(request.scope)
+            request.scope[_SCOPE_KEY] = (runtime, body, models, model_errors)
             try:
                 return await handler(request)
             except RequestValidationError as exc:
                 if request.scope.get(_REACHED_KEY):
                     raise
-                # FastAPI's parameter errors, raised before the endpoint ran: the body's
-                # errors follow them, and the received body goes with them, as in FastAPI.
-                raise request_invalid(exc.errors(), body, raw) from None
+                # FastAPI's parameter errors, raised before the endpoint ran: the models'
+                # and the body's errors follow them, with the received body, as in FastAPI.
+                raise request_invalid([*exc.errors(), *model_errors], body, raw) from None
 
         return handle_with_body
 

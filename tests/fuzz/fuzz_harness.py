@@ -39,6 +39,7 @@ ROUTES = [
     ("POST", "/optional"),
     ("POST", "/small"),
     ("GET", "/items/{}"),
+    ("GET", "/filter"),
     ("GET", "/words/{}"),
     ("GET", "/pick/{}"),
 ]

@@ -1,0 +1,144 @@
+"""Query, header and cookie parameter models: a Struct (or a TypedDict or dataclass that
+msgspec handles) whose fields are parameters, as FastAPI's `Annotated[Model, Query()]`.
+
+Registration reads the model's fields once into a `ModelPlan`. Per request the twins
+gather the raw values into a dict keyed by field (`RouteRuntime.extract_models`), and
+`ModelPlan.convert` turns it into the model with msgspec's lax rules, or lists an error
+per field at FastAPI's location (`("query", "limit")`).
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, get_type_hints
+
+import msgspec
+import msgspec.inspect as mi
+from fastapi import params
+
+from ._params import sequence_kind
+from ._shared import PARAM_COOKIE, PARAM_HEADER, PARAM_QUERY
+from ._types import annotated_metadata, is_body_shaped, is_record_type, strip_annotated
+
+_LOCATIONS = {
+    params.Query: (PARAM_QUERY, "query"),
+    params.Header: (PARAM_HEADER, "header"),
+    params.Cookie: (PARAM_COOKIE, "cookie"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelField:
+    """One field of a parameter model as the request carries it."""
+
+    name: str  # the field's name in the dict msgspec converts (its encoded name)
+    key: str  # the query key, header name or cookie name
+    header_key: bytes  # `key` as the ASGI header list has it
+    is_sequence: bool  # filled from every repeated key, not the last one
+    annotation: Any
+    required: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPlan:
+    """One endpoint parameter that is a query, header or cookie model."""
+
+    name: str
+    location: int
+    where: str
+    model: Any
+    fields: tuple[ModelField, ...]
+    keys: frozenset[str]  # the fields' keys in the request
+    names: frozenset[str]  # the fields' names in the gathered dict
+    forbid_unknown: bool
+
+    def convert(self, raw: dict[str, Any]) -> tuple[Any, list[dict[str, Any]]]:
+        """The model from the gathered values, or FastAPI-shaped errors, one per field."""
+        try:
+            return msgspec.convert(raw, self.model, strict=False), []
+        except msgspec.ValidationError as exc:
+            return None, self.errors(raw, exc)
+
+    def errors(self, raw: dict[str, Any], exc: msgspec.ValidationError) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        for field in self.fields:
+            loc = (self.where, field.key)
+            if field.name not in raw:
+                if field.required:
+                    found.append({"type": "missing", "loc": loc, "msg": "Field required"})
+                    found[-1]["input"] = None
+                continue
+            try:
+                msgspec.convert(raw[field.name], field.annotation, strict=False)
+            except msgspec.ValidationError as problem:
+                error = {"type": "value_error.msgspec", "loc": loc, "msg": str(problem)}
+                error["input"] = raw[field.name]
+                found.append(error)
+        if self.forbid_unknown:
+            for key, value in raw.items():
+                if key not in self.names:
+                    message = f"Object contains unknown field `{key}`"
+                    error = {"type": "value_error.msgspec", "loc": (self.where, key)}
+                    error.update(msg=message, input=value)
+                    found.append(error)
+        if not found:  # a check of the whole model (`__post_init__`, say)
+            found.append({"type": "value_error.msgspec", "loc": (self.where,), "msg": str(exc)})
+        return found
+
+
+def model_param(endpoint_name: str, parameter: inspect.Parameter) -> ModelPlan | None:
+    """The plan of a `Query()`, `Header()` or `Cookie()` parameter whose type is a record
+    (Struct, TypedDict, dataclass); None for any other parameter."""
+    metadata = [*annotated_metadata(parameter.annotation), parameter.default]
+    info = next((m for m in metadata if type(m) in _LOCATIONS), None)
+    annotation = strip_annotated(parameter.annotation)
+    if info is None or not is_record_type(annotation):
+        return None
+    where = f"{endpoint_name}(): parameter {parameter.name!r}"
+    location, kind = _LOCATIONS[type(info)]
+    try:
+        type_info = mi.type_info(annotation)
+        hints = get_type_hints(annotation, include_extras=True)
+    except (TypeError, NameError) as exc:
+        raise TypeError(f"{where}: {exc}") from exc
+    fields_info = getattr(type_info, "fields", None)
+    if fields_info is None:
+        raise TypeError(f"{where}: a {kind} model needs named fields")
+    convert_underscores = getattr(info, "convert_underscores", True)
+    fields = []
+    for field in fields_info:
+        key = field.encode_name
+        if kind == "header" and convert_underscores:
+            key = key.replace("_", "-")
+        if kind == "header":
+            key = key.lower()
+        annotation_of_field = hints.get(field.name, Any)
+        sequence = sequence_kind(strip_annotated(annotation_of_field))
+        if sequence is None or (not sequence and is_body_shaped(annotation_of_field)):
+            raise TypeError(
+                f"{where}: field {field.name!r} of a {kind} model must be a scalar or a "
+                "list of scalars"
+            )
+        fields.append(
+            ModelField(
+                name=field.encode_name,
+                key=key,
+                header_key=key.encode("latin-1"),
+                is_sequence=sequence and kind != "cookie",
+                annotation=annotation_of_field,
+                required=field.required,
+            )
+        )
+    forbid = bool(getattr(type_info, "forbid_unknown_fields", False))
+    return ModelPlan(
+        name=parameter.name,
+        location=location,
+        where=kind,
+        model=annotation,
+        fields=tuple(fields),
+        keys=frozenset(f.key for f in fields),
+        names=frozenset(f.name for f in fields),
+        forbid_unknown=forbid,
+    )
+
