@@ -127,7 +127,8 @@ def watched_objects() -> list[Any]:
         if plan.direct is not None:
             watched += [plan.direct.endpoint, *plan.direct.params]
             watched += [spec.convert for spec in plan.direct.params]
-    return watched
+    # None stands for what a plan leaves out; its count moves with every object anywhere.
+    return [o for o in watched if o is not None]
 
 
 def refcounts(objects: list[Any]) -> list[int]:
