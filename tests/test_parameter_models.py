@@ -12,7 +12,6 @@ from typing import Annotated, Any, TypedDict
 import msgspec
 import pytest
 from fastapi import Body, Cookie, FastAPI, Header, Path, Query
-from fastapi.testclient import TestClient
 from support import client_for
 
 from msgspec_fastapi import MsgspecRouter, install_openapi
@@ -280,8 +279,7 @@ def test_path_model_is_refused_at_registration(router: MsgspecRouter) -> None:
 def test_model_field_of_a_nested_struct_is_refused_naming_the_parameter(
     router: MsgspecRouter,
 ) -> None:
-    with pytest.raises(TypeError, match="'f'.*'inner'"):
+    with pytest.raises(TypeError, match=r"'f'.*'inner'"):
 
         @router.get("/items")
         async def items(f: Annotated[Nested, Query()]) -> None: ...
-

@@ -141,4 +141,3 @@ def model_param(endpoint_name: str, parameter: inspect.Parameter) -> ModelPlan |
         names=frozenset(f.name for f in fields),
         forbid_unknown=forbid,
     )
-

@@ -231,7 +231,7 @@ class MsgspecRoute(APIRoute):
         setattr(target, DIRECT_ATTR, direct)
         has_models = bool(spec.models)
 
-        def gather_models(scope: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+        def gather_models(scope: Any) -> tuple[dict[str, Any], list[Any]]:
             values: dict[str, Any] = {}
             errors: list[Any] = []
             if has_models:
