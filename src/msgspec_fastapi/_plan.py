@@ -454,6 +454,58 @@ def _free_name(base: str, taken: set[str]) -> str:
     return base
 
 
+def _dependency_of(metadata: list[Any], annotation: Any) -> Any:
+    depends = next((m for m in metadata if isinstance(m, params.Depends)), None)
+    if depends is None:
+        return None
+    # `Depends()` without a callable depends on the annotated class itself.
+    return depends.dependency if depends.dependency is not None else strip_annotated(annotation)
+
+
+def check_dependencies(endpoint: Callable[..., Any], extra: list[Any]) -> None:
+    """Refuse msgspec types in the parameters of the endpoint's dependencies, at any depth,
+    with a TypeError naming the endpoint, the dependency and the parameter.
+
+    Only the endpoint's own parameters are read by the request path; FastAPI would fail
+    on such a dependency with its Pydantic message ("Invalid args for response field").
+    `extra` holds the `Depends` of the route's and the router's `dependencies=`.
+    """
+    name = getattr(endpoint, "__name__", type(endpoint).__name__)
+    seen: set[int] = set()
+
+    def visit(call: Any) -> None:
+        if call is None or id(call) in seen:
+            return
+        seen.add(id(call))
+        try:
+            signature = inspect.signature(call)
+            hints = endpoint_hints(call) if not isinstance(call, type) else {}
+        except (TypeError, ValueError, NameError):
+            return  # FastAPI reports what it cannot read
+        for parameter in signature.parameters.values():
+            annotation = hints.get(parameter.name, parameter.annotation)
+            metadata = [*annotated_metadata(annotation), parameter.default]
+            inner = _dependency_of(metadata, annotation)
+            if inner is not None:
+                visit(inner)
+            elif mentions_struct(annotation):
+                dependency = getattr(call, "__name__", type(call).__name__)
+                raise TypeError(
+                    f"{name}(): dependency {dependency}(), parameter {parameter.name!r}: "
+                    "msgspec types are supported as the endpoint's own body and "
+                    "parameters, not yet in dependencies"
+                )
+
+    for depends in extra:
+        if isinstance(depends, params.Depends):
+            visit(depends.dependency)
+    signature = inspect.signature(endpoint)
+    hints = endpoint_hints(endpoint)
+    for parameter in signature.parameters.values():
+        annotation = hints.get(parameter.name, parameter.annotation)
+        visit(_dependency_of([*annotated_metadata(annotation), parameter.default], annotation))
+
+
 def analyze_endpoint(
     endpoint: Callable[..., Any],
     options: dict[str, Any],

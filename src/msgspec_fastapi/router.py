@@ -27,7 +27,14 @@ from starlette.responses import Response
 from . import _compat, _impl
 from ._openapi import merge_components, route_openapi
 from ._params import direct_param_specs, prepare_dependant
-from ._plan import DirectPlan, EndpointSpec, RoutePlan, analyze_endpoint, literal_path
+from ._plan import (
+    DirectPlan,
+    EndpointSpec,
+    RoutePlan,
+    analyze_endpoint,
+    check_dependencies,
+    literal_path,
+)
 from ._shared import (
     DIRECT_ATTR,
     MATCHER_ATTR,
@@ -386,6 +393,7 @@ class MsgspecRouter(APIRouter):
         sse = isinstance(response_class, type) and issubclass(response_class, EventSourceResponse)
         # What responses are labelled and documented with: the class the route responds with.
         media_type = getattr(response_class, "media_type", None) or "application/json"
+        check_dependencies(endpoint, [*self.dependencies, *(kwargs.get("dependencies") or ())])
         spec, exposed = analyze_endpoint(
             endpoint,
             kwargs,
