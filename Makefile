@@ -51,6 +51,7 @@ bench-quick: $(VENV)/.bench-installed
 	$(PY) bench/micro.py --quick --strict
 	$(PY) bench/micro.py --stream --quick --strict
 	$(PY) bench/micro.py --formats --quick
+	$(PY) bench/micro.py --models --quick
 	$(PY) bench/errors.py --quick --rounds 2
 
 # What a 422 costs: a 100-city body with one bad field and with every field bad.
