@@ -40,10 +40,28 @@ START_TIMEOUT = 30
 LOAD_TIMEOUT = 120
 STOP_TIMEOUT = 20
 
+# Keep-alive longer than the 5 s defaults: on a loaded machine a client may reuse a
+# pooled connection just as the server times it out, which reads as a dropped request.
 SERVERS = {
-    "uvicorn-httptools": ["-m", "uvicorn", "--http", "httptools", "--no-access-log"],
-    "uvicorn-h11": ["-m", "uvicorn", "--http", "h11", "--no-access-log"],
-    "hypercorn": ["-m", "hypercorn"],
+    "uvicorn-httptools": [
+        "-m",
+        "uvicorn",
+        "--http",
+        "httptools",
+        "--no-access-log",
+        "--timeout-keep-alive",
+        "60",
+    ],
+    "uvicorn-h11": [
+        "-m",
+        "uvicorn",
+        "--http",
+        "h11",
+        "--no-access-log",
+        "--timeout-keep-alive",
+        "60",
+    ],
+    "hypercorn": ["-m", "hypercorn", "--keep-alive", "60"],
 }
 
 VALID = msgspec.json.encode(EVERYTHING)
