@@ -1025,6 +1025,22 @@ def test_typed_route_with_a_vendor_response_class_validates_as_any_typed_route(
         TestClient(app_with(router)).get("/cities")
 
 
+class TextResponse(MsgspecJSONResponse):
+    media_type = "text/plain"
+
+
+def test_typed_route_with_a_text_response_class_gets_starlettes_charset(
+    router: MsgspecRouter,
+) -> None:
+    @router.get("/cities", response_class=TextResponse)
+    async def cities() -> list[City]:
+        return []
+
+    response = TestClient(app_with(router)).get("/cities")
+
+    assert response.headers["content-type"] == "text/plain; charset=utf-8"
+
+
 def test_msgspec_response_subclass_that_renders_its_own_way_is_refused_for_a_typed_route(
     router: MsgspecRouter,
 ) -> None:

@@ -12,6 +12,7 @@ from typing import Annotated, Any, TypedDict
 import msgspec
 import pytest
 from fastapi import Body, Cookie, Depends, FastAPI, Header, Path, Query
+from fastapi.testclient import TestClient
 from support import client_for
 
 from msgspec_fastapi import MsgspecRouter, install_openapi
@@ -338,3 +339,44 @@ def test_dependency_without_msgspec_types_is_fastapis_as_before() -> None:
         return {"limit": limit}
 
     assert get_json(router, "/items?limit=3") == {"limit": 3}
+
+
+class StrictTokens(msgspec.Struct, forbid_unknown_fields=True):
+    x_token: str
+
+
+def test_header_model_ignores_an_unconverted_field_name_as_fastapi_does() -> None:
+    """`x_token: evil` is neither the field (its header is x-token) nor an extra to refuse."""
+    router = MsgspecRouter()
+
+    @router.get("/items")
+    async def items(h: Annotated[StrictTokens, Header()]) -> StrictTokens:
+        return h
+
+    response = client_for(router).get("/items", headers={"x_token": "evil"})
+
+    # Forbidding unknown fields refuses every other header (host, user-agent, ...), as
+    # FastAPI's extra="forbid" does; the unconverted name is neither filled nor refused.
+    locs = [e["loc"] for e in response.json()["detail"]]
+    assert ["header", "x-token"] in locs
+    assert ["header", "x_token"] not in locs
+
+
+def test_model_error_keeps_the_received_body_on_both_tiers(router: MsgspecRouter) -> None:
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+
+    @router.post("/items")
+    async def items(point: Point, f: Annotated[Filter, Query()]) -> Point:
+        return point
+
+    app = FastAPI()
+
+    @app.exception_handler(RequestValidationError)
+    async def show_body(request: Any, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"body": exc.body}, status_code=422)
+
+    app.include_router(router)
+    response = TestClient(app).post("/items?limit=x", json={"x": 1})
+
+    assert response.json() == {"body": {"x": 1}}

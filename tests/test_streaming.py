@@ -1121,3 +1121,75 @@ def test_both_twins_give_byte_identical_streams() -> None:
         assert answers["compiled"] == answers["pure"], (method, target)
         sent, _ = answers["pure"]
         assert sent, (method, target)
+
+
+# -- regressions ---------------------------------------------------------------------------------
+
+
+def test_sse_stream_goes_on_when_an_event_is_still_being_sent_at_the_keep_alive_deadline(
+    twin: Twin, tier: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slow client: the first event's send outlasts the keep-alive interval."""
+    monkeypatch.setattr(fastapi.sse, "_PING_INTERVAL", 0.05)
+    ours, _ = routers(twin, tier)
+
+    @ours.get("/s", response_class=EventSourceResponse)
+    async def cities() -> AsyncIterator[City]:
+        yield City(**OSLO)
+        yield City(**BERGEN)
+
+    app = app_of(ours)
+
+    async def run() -> Streamed:
+        pending = body_messages()
+        sent: list[Message] = []
+
+        async def receive() -> Message:
+            if pending:
+                return pending.pop(0)
+            await asyncio.Event().wait()
+            raise AssertionError("unreachable")
+
+        async def send(message: Message) -> None:
+            if message.get("body", b"").startswith(b"data: "):
+                await asyncio.sleep(0.15)  # more than twice the interval
+            sent.append(message)
+
+        await asyncio.wait_for(app(scope_for("GET", b"/s", ()), receive, send), 10)
+        return Streamed(Reply(tuple(sent), 0), None)
+
+    streamed = asyncio.run(run())
+
+    assert streamed.reply.finished
+    assert [e["data"] for e in streamed.events if "data" in e] == [
+        '{"name":"Oslo","population":700000}',
+        '{"name":"Bergen","population":290000}',
+    ]
+
+
+class Limit(msgspec.Struct):
+    limit: int = 10
+
+
+def test_generator_with_pydantic_items_and_a_query_model_is_refused_at_registration() -> None:
+    router = MsgspecRouter()
+
+    with pytest.raises(TypeError, match="parameter model"):
+
+        @router.get("/s")
+        async def cities(f: Annotated[Limit, Query()]) -> AsyncIterator[CityModel]:
+            yield CityModel(**OSLO)
+
+
+def test_generator_of_pydantic_items_on_a_msgspec_router_is_fastapis_json_lines() -> None:
+    router = MsgspecRouter()
+
+    @router.get("/s")
+    async def cities() -> AsyncIterator[CityModel]:
+        yield CityModel(**OSLO)
+
+    streamed = stream(app_of(router))
+
+    assert streamed.error is None
+    assert (b"content-type", b"application/jsonl") in streamed.reply.headers
+    assert streamed.lines == [OSLO]

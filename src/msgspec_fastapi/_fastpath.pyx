@@ -499,9 +499,14 @@ class ItemStream(StreamingResponse):
 
     async def keep_alive(self, send, double interval):
         """A comment whenever no event went out for `interval` seconds, as FastAPI sends."""
+        cdef double idle
         while True:
-            await sleep(self.last_sent + interval - monotonic())
-            if not self.sending and monotonic() - self.last_sent >= interval:
+            idle = monotonic() - self.last_sent
+            if idle < interval:
+                await sleep(interval - idle)
+            elif self.sending:
+                await sleep(interval)  # an event is on its way (a slow client): not idle
+            else:
                 self.ping = Event()
                 try:
                     await send(
@@ -790,7 +795,7 @@ cdef class RouteRuntime:
                 if model.forbid_unknown:
                     for name, text in scope["headers"]:
                         name = name.decode("latin-1")
-                        if name not in model.keys:
+                        if name not in model.keys and name not in model.names:
                             raw[name] = text.decode("latin-1")
             else:
                 if cookies is None:

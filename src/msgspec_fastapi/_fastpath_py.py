@@ -574,8 +574,12 @@ class ItemStream(StreamingResponse):
         """A comment whenever no event went out for `interval` seconds, as FastAPI sends;
         never while an event is being sent (then the stream is not idle)."""
         while True:
-            await sleep(self.last_sent + interval - monotonic())
-            if not self.sending and monotonic() - self.last_sent >= interval:
+            idle = monotonic() - self.last_sent
+            if idle < interval:
+                await sleep(interval - idle)
+            elif self.sending:
+                await sleep(interval)  # an event is on its way (a slow client): not idle
+            else:
                 self.ping = Event()
                 try:
                     await send(
@@ -884,10 +888,12 @@ class RouteRuntime:
                     if value is not None and value != []:
                         raw[field.name] = value
                 if model.forbid_unknown:
-                    # As FastAPI's extra="forbid": every other header is an unknown field.
+                    # As FastAPI's extra="forbid": every other header is an unknown field,
+                    # but a field's unconverted name (x_token for x-token) is ignored, as
+                    # FastAPI ignores it.
                     for header, text in scope["headers"]:
                         name = header.decode("latin-1")
-                        if name not in model.keys:
+                        if name not in model.keys and name not in model.names:
                             raw[name] = text.decode("latin-1")
             else:
                 if cookies is None:

@@ -543,10 +543,11 @@ def analyze_endpoint(
             models.append((parameter, found))
     if is_generator_endpoint(endpoint):
         output = _stream_plan(name, return_type, options, sse) if untyped_allowed or sse else None
-        if output is None and body is not None:
+        if output is None and (body is not None or models):
             raise TypeError(
-                f"{name}(): a generator endpoint with a msgspec body streams as JSON Lines "
-                "(the default response class) or with response_class=EventSourceResponse"
+                f"{name}(): a generator endpoint with a msgspec body or parameter model "
+                "streams msgspec items only, as JSON Lines (the default response class) or "
+                "with response_class=EventSourceResponse"
             )
     else:
         output = _output_plan(name, return_type, options, untyped_allowed, msgpack)

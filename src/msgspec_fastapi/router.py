@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any, ClassVar
 
 from fastapi import APIRouter
-from fastapi.datastructures import DefaultPlaceholder
+from fastapi.datastructures import Default, DefaultPlaceholder
 from fastapi.routing import APIRoute
 from fastapi.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
@@ -46,8 +46,8 @@ from ._shared import (
 from ._validation import request_invalid
 from .responses import MsgspecJSONResponse
 
-# Where the delegated tier leaves (runtime, decoded body, parameter models, their errors)
-# for the endpoint wrapper.
+# Where the delegated tier leaves (runtime, decoded body, raw body, parameter models, their
+# errors) for the endpoint wrapper.
 _SCOPE_KEY = "msgspec_fastapi"
 # Set once the endpoint wrapper runs: a validation error raised before it is FastAPI's own.
 _REACHED_KEY = "msgspec_fastapi.reached"
@@ -121,10 +121,10 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
     async def wrapper(**values: Any) -> Any:
         request = values.pop(request_name) if pop_request else values[request_name]
         sub_response = values.pop(response_name) if pop_response else values[response_name]
-        runtime, body, models, model_errors = request.scope[_SCOPE_KEY]
+        runtime, body, raw, models, model_errors = request.scope[_SCOPE_KEY]
         request.scope[_REACHED_KEY] = True
         if model_errors:
-            raise request_invalid(model_errors, body, None)
+            raise request_invalid(model_errors, body, raw)
         values.update(models)
         if has_body:
             if type(body) is RequestValidationError:
@@ -251,7 +251,7 @@ class MsgspecRoute(APIRoute):
                 if plan.max_body_size >= 0:
                     runtime.check_declared_length(request.scope["headers"])
                 models, model_errors = gather_models(request.scope)
-                request.scope[_SCOPE_KEY] = (runtime, None, models, model_errors)
+                request.scope[_SCOPE_KEY] = (runtime, None, None, models, model_errors)
                 try:
                     return await handler(request)
                 except RequestValidationError as exc:
@@ -275,7 +275,7 @@ class MsgspecRoute(APIRoute):
             # 415 and 400 are sent here, before any dependency runs.
             body = runtime.parse_body(request.scope, raw)
             models, model_errors = gather_models(request.scope)
-            request.scope[_SCOPE_KEY] = (runtime, body, models, model_errors)
+            request.scope[_SCOPE_KEY] = (runtime, body, raw, models, model_errors)
             try:
                 return await handler(request)
             except RequestValidationError as exc:
@@ -325,7 +325,9 @@ class MsgspecRouter(APIRouter):
         _check_msgpack(msgpack)
         self.msgpack = msgpack
         kwargs.setdefault("route_class", MsgspecRoute)
-        kwargs.setdefault("default_response_class", MsgspecJSONResponse)
+        # A placeholder, as FastAPI's own default is: FastAPI streams a generator route of
+        # Pydantic items as JSON Lines only when no response class was chosen.
+        kwargs.setdefault("default_response_class", Default(MsgspecJSONResponse))
         if not issubclass(kwargs["route_class"], MsgspecRoute):
             raise TypeError("route_class must be MsgspecRoute or a subclass of it")
         if not _compat.HAS_NATIVE_BODY_LIMIT:
@@ -393,6 +395,10 @@ class MsgspecRouter(APIRouter):
         sse = isinstance(response_class, type) and issubclass(response_class, EventSourceResponse)
         # What responses are labelled and documented with: the class the route responds with.
         media_type = getattr(response_class, "media_type", None) or "application/json"
+        content_type = media_type
+        if media_type.startswith("text/") and "charset=" not in media_type.lower():
+            # Starlette's rule for the header of a text response.
+            content_type += f"; charset={getattr(response_class, 'charset', 'utf-8')}"
         check_dependencies(endpoint, [*self.dependencies, *(kwargs.get("dependencies") or ())])
         spec, exposed = analyze_endpoint(
             endpoint,
@@ -400,7 +406,7 @@ class MsgspecRouter(APIRouter):
             untyped_allowed,
             msgpack,
             sse,
-            media_type if untyped_allowed else "application/json",
+            content_type if untyped_allowed else "application/json",
         )
         if spec is not None and spec.output is not None and not untyped_allowed:
             media_type = "application/json"
