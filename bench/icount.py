@@ -107,6 +107,8 @@ def print_formats_table(counts: dict[str, dict[str, float]], twins: list[str]) -
     print(f"  {'twin/route':<20} {'json':>11} {'msgpack':>11} {'vs json':>8}")
     for twin in twins:
         for route in formats.ROUTES:
+            if f"{route}/json" not in counts or f"{route}/msgpack" not in counts:
+                continue  # --routes left one format out
             json_count = counts[f"{route}/json"][twin]
             msgpack_count = counts[f"{route}/msgpack"][twin]
             print(

@@ -14,8 +14,6 @@ are the limit: msgspec alone decoding the validate body and encoding the page, n
 from __future__ import annotations
 
 import argparse
-import asyncio
-import gc
 import json
 import os
 import statistics
@@ -29,7 +27,8 @@ import msgspec
 from common import log, versions
 
 from . import cities
-from .asgi import ASGIApp, Lifespan, WrongAnswer, call, http_scope
+from .asgi import ASGIApp, WrongAnswer, call, http_scope
+from .inprocess import InProcessBench
 
 TWINS = ("compiled", "pure")
 FLOOR = "msgspec"
@@ -125,30 +124,25 @@ def make_floor_cases(data: cities.Dataset) -> list[FormatCase]:
     return found
 
 
-class FormatBench:
+class FormatBench(InProcessBench[FormatCase]):
     def __init__(self, twins: list[str]) -> None:
+        super().__init__()
         data = cities.make_dataset()
-        self.loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(self.loop)
         self.cases: list[FormatCase] = []
-        self.apps: dict[str, tuple[ASGIApp, dict[str, Any]]] = {}
-        self.lifespans: list[Lifespan] = []
         for twin in twins:
-            app = build_app(data, twin)
-            lifespan = Lifespan(app)
-            self.loop.run_until_complete(lifespan.startup())
-            self.lifespans.append(lifespan)
-            self.apps[twin] = (app, lifespan.state)
+            self.start(twin, build_app(data, twin))
             self.cases.extend(make_cases(data, twin))
         self.cases.extend(make_floor_cases(data))
         for case in self.cases:
             self.run(case, 1)  # raises on a wrong answer
 
     async def _batch(self, case: FormatCase, count: int) -> tuple[int, int]:
-        if case.work is not None:
-            return self._floor_batch(case.work, count)
-        app, state = self.apps[case.twin]
         wall, cpu = time.perf_counter_ns(), time.process_time_ns()
+        if case.work is not None:
+            for _ in range(count):
+                case.work()
+            return time.perf_counter_ns() - wall, time.process_time_ns() - cpu
+        app, state = self.apps[case.twin]
         for _ in range(count):
             response = await call(app, case.scope, case.body, state)
             if response.status != 200 or response.body != case.expected:
@@ -156,32 +150,6 @@ class FormatBench:
                     f"{case.key}: status {response.status}, body {response.body[:200]!r}"
                 )
         return time.perf_counter_ns() - wall, time.process_time_ns() - cpu
-
-    def _floor_batch(self, work: Callable[[], object], count: int) -> tuple[int, int]:
-        wall, cpu = time.perf_counter_ns(), time.process_time_ns()
-        for _ in range(count):
-            work()
-        return time.perf_counter_ns() - wall, time.process_time_ns() - cpu
-
-    def run(self, case: FormatCase, count: int) -> tuple[int, int]:
-        gc.collect()
-        return self.loop.run_until_complete(self._batch(case, count))
-
-    def size(self, case: FormatCase, seconds: float, target: float) -> int:
-        """Warm up for `seconds`, then the batch size that takes about `target` seconds."""
-        count, spent = 1, 0
-        while True:
-            elapsed, _ = self.run(case, count)
-            spent += elapsed
-            if spent >= seconds * 1e9 and elapsed >= min(target, 0.05) * 1e9:
-                return max(1, round(target * 1e9 * count / elapsed))
-            if elapsed < 0.05e9:
-                count *= 2
-
-    def close(self) -> None:
-        for lifespan in self.lifespans:
-            self.loop.run_until_complete(lifespan.shutdown())
-        self.loop.close()
 
 
 def run(args: argparse.Namespace) -> int:

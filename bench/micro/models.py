@@ -11,8 +11,6 @@ per-round ratios to FastAPI with Pydantic.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import gc
 import os
 import statistics
 import sys
@@ -24,7 +22,8 @@ import pydantic
 from common import log, versions
 from fastapi import APIRouter, FastAPI, Query
 
-from .asgi import ASGIApp, Lifespan, WrongAnswer, call, http_scope
+from .asgi import ASGIApp, WrongAnswer, call, http_scope
+from .inprocess import InProcessBench
 
 VARIANTS = ("compiled", "pure", "pydantic")
 QUERY = b"country=DE&min_population=1000&limit=50&offset=100&order=population"
@@ -82,20 +81,13 @@ def build_app(variant: str) -> ASGIApp:
     return app
 
 
-class ModelBench:
+class ModelBench(InProcessBench[str]):
     def __init__(self, variants: list[str]) -> None:
-        self.loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(self.loop)
+        super().__init__()
         self.scope = http_scope("GET", "/cities", QUERY, b"")
-        self.apps: dict[str, tuple[ASGIApp, dict[str, Any]]] = {}
-        self.lifespans: list[Lifespan] = []
         for variant in variants:
-            app = build_app(variant)
-            lifespan = Lifespan(app)
-            self.loop.run_until_complete(lifespan.startup())
-            self.lifespans.append(lifespan)
-            self.apps[variant] = (app, lifespan.state)
-            self.run(variant, 1)
+            self.start(variant, build_app(variant))
+            self.run(variant, 1)  # raises on a wrong answer
 
     async def _batch(self, variant: str, count: int) -> tuple[int, int]:
         app, state = self.apps[variant]
@@ -105,25 +97,6 @@ class ModelBench:
             if response.status != 200 or msgspec.json.decode(response.body) != EXPECTED:
                 raise WrongAnswer(f"{variant}: {response.status} {response.body[:200]!r}")
         return time.perf_counter_ns() - wall, time.process_time_ns() - cpu
-
-    def run(self, variant: str, count: int) -> tuple[int, int]:
-        gc.collect()
-        return self.loop.run_until_complete(self._batch(variant, count))
-
-    def close(self) -> None:
-        for lifespan in self.lifespans:
-            self.loop.run_until_complete(lifespan.shutdown())
-        self.loop.close()
-
-    def size(self, variant: str, seconds: float, target: float) -> int:
-        count, spent = 1, 0
-        while True:
-            elapsed, _ = self.run(variant, count)
-            spent += elapsed
-            if spent >= seconds * 1e9 and elapsed >= min(target, 0.05) * 1e9:
-                return max(1, round(target * 1e9 * count / elapsed))
-            if elapsed < 0.05e9:
-                count *= 2
 
 
 def run(args: argparse.Namespace) -> int:
