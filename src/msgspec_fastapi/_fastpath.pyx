@@ -664,10 +664,14 @@ cdef class RouteRuntime:
             return type(result) is tuple and all_of_class(result, cls)
         return type(result) is cls
 
-    cpdef bytes encode(self, object result, bint msgpack=False):
+    cdef object checked(self, object result):
         cdef int mode = self.output_mode
-        if not (mode == OUTPUT_UNTYPED or (mode == OUTPUT_TRUSTED and self.is_trusted(result))):
-            result = self.validate(result)
+        if mode == OUTPUT_UNTYPED or (mode == OUTPUT_TRUSTED and self.is_trusted(result)):
+            return result
+        return self.validate(result)
+
+    cpdef bytes encode(self, object result, bint msgpack=False):
+        result = self.checked(result)
         if msgpack:
             return self.msgpack_encoder.encode(result)
         return self.encoder.encode(result)
@@ -680,16 +684,12 @@ cdef class RouteRuntime:
 
     cpdef bytes encode_line(self, object item, bytearray buffer):
         """One JSON Lines item, checked as `encode` checks a response, and its newline."""
-        cdef int mode = self.output_mode
-        if not (mode == OUTPUT_UNTYPED or (mode == OUTPUT_TRUSTED and self.is_trusted(item))):
-            item = self.validate(item)
-        self.encoder.encode_into(item, buffer)
+        self.encoder.encode_into(self.checked(item), buffer)
         buffer.extend(b"\n")
         return bytes(buffer)
 
     cpdef bytes encode_event(self, object item, bytearray buffer):
         """One server-sent event; see `_fastpath_py.RouteRuntime.encode_event`."""
-        cdef int mode
         if isinstance(item, ServerSentEvent):
             data = item.raw_data
             if data is None and item.data is not None:
@@ -697,11 +697,8 @@ cdef class RouteRuntime:
             return format_sse_event(
                 data_str=data, event=item.event, id=item.id, retry=item.retry, comment=item.comment
             )
-        mode = self.output_mode
-        if not (mode == OUTPUT_UNTYPED or (mode == OUTPUT_TRUSTED and self.is_trusted(item))):
-            item = self.validate(item)
         buffer[:] = SSE_DATA_PREFIX
-        self.encoder.encode_into(item, buffer, len(SSE_DATA_PREFIX))
+        self.encoder.encode_into(self.checked(item), buffer, len(SSE_DATA_PREFIX))
         buffer.extend(b"\n\n")
         return bytes(buffer)
 

@@ -754,10 +754,15 @@ class RouteRuntime:
             return type(result) is tuple and all_of_class(result, cls)
         return type(result) is cls
 
-    def encode(self, result: Any, msgpack: bool = False) -> bytes:
+    def checked(self, result: Any) -> Any:
+        """What gets encoded: a trusted (or untyped) result as it is, any other validated."""
         mode = self.output_mode
-        if not (mode == OUTPUT_UNTYPED or (mode == OUTPUT_TRUSTED and self.is_trusted(result))):
-            result = self.validate(result)
+        if mode == OUTPUT_UNTYPED or (mode == OUTPUT_TRUSTED and self.is_trusted(result)):
+            return result
+        return self.validate(result)
+
+    def encode(self, result: Any, msgpack: bool = False) -> bytes:
+        result = self.checked(result)
         if msgpack:
             return self.msgpack_encoder.encode(result)  # type: ignore[no-any-return]
         return self.encoder.encode(result)  # type: ignore[no-any-return]
@@ -772,10 +777,7 @@ class RouteRuntime:
 
     def encode_line(self, item: Any, buffer: bytearray) -> bytes:
         """One JSON Lines item, checked as `encode` checks a response, and its newline."""
-        mode = self.output_mode
-        if not (mode == OUTPUT_UNTYPED or (mode == OUTPUT_TRUSTED and self.is_trusted(item))):
-            item = self.validate(item)
-        self.encoder.encode_into(item, buffer)
+        self.encoder.encode_into(self.checked(item), buffer)
         buffer.extend(b"\n")
         return bytes(buffer)
 
@@ -789,12 +791,9 @@ class RouteRuntime:
             return format_sse_event(
                 data_str=data, event=item.event, id=item.id, retry=item.retry, comment=item.comment
             )
-        mode = self.output_mode
-        if not (mode == OUTPUT_UNTYPED or (mode == OUTPUT_TRUSTED and self.is_trusted(item))):
-            item = self.validate(item)
         # msgspec's JSON has no line breaks, so the event is a single data line.
         buffer[:] = SSE_DATA_PREFIX
-        self.encoder.encode_into(item, buffer, len(SSE_DATA_PREFIX))
+        self.encoder.encode_into(self.checked(item), buffer, len(SSE_DATA_PREFIX))
         buffer.extend(b"\n\n")
         return bytes(buffer)
 
