@@ -23,8 +23,9 @@ from fastapi import sse as _sse
 from fastapi.openapi import utils as _openapi_utils
 from starlette._exception_handler import _lookup_exception_handler
 from starlette._utils import get_route_path as _get_route_path
+from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Scope
 
 # The route context FastAPI is building a handler for. Included routers are built lazily
@@ -56,6 +57,23 @@ except ImportError:  # pragma: no cover - exercised on FastAPI < 0.164
     _wrap_body_limit = None
 
 HAS_NATIVE_BODY_LIMIT = _wrap_body_limit is not None
+
+_body_limit_error: Callable[[Exception], Exception | None] | None
+try:
+    # 0.164+: the error a body read past the route's limit raised, as FastAPI re-raises it.
+    from fastapi._body_limit import get_body_limit_error as _body_limit_error
+    from starlette.middleware.body_limit import MAX_BODY_SIZE_SCOPE_KEY as _BODY_LIMIT_KEY
+except ImportError:  # pragma: no cover - exercised on FastAPI < 0.164
+    _body_limit_error = None
+    _BODY_LIMIT_KEY = ""
+
+# 0.165: the form limits the routers entering the request left in the FastAPI scope, with
+# the route's own over them; 0.142.2 parses forms with Starlette's defaults.
+_resolve_form_limits: Callable[[dict[str, Any], Any], dict[str, Any]] | None = getattr(
+    _routing, "_resolve_form_limits", None
+)
+# The exit stack FastAPI closes a request's form files on, once the response is sent.
+_FILE_STACK_KEY = "fastapi_middleware_astack"
 
 # The scope's path without its root_path, as Starlette's routes match it. Bound as it is,
 # not wrapped: the request path calls it per request when a root_path is set.
@@ -96,6 +114,38 @@ def cache_request_body(request: Request, body: bytes) -> None:
     itself, so that dependencies reading it later get the same bytes.
     """
     request._body = body
+
+
+def route_form_limits(route: Any) -> dict[str, Any]:
+    """A route's own `form_limits=` (0.165; {} before)."""
+    if _resolve_form_limits is None:
+        return {}
+    return dict(getattr(route, "form_limits", None) or {})
+
+
+async def read_form(request: Request, route_limits: dict[str, Any]) -> FormData:
+    """The request's form, parsed as FastAPI parses a form body.
+
+    The limits are those FastAPI would apply (the route's over the routers' and the
+    app's); Starlette's 400 for a malformed form or a limit passed, and FastAPI's 413
+    for a body past `max_body_size`, pass through; any other parsing failure is
+    FastAPI's 400. The form's files are closed after the response, as FastAPI does.
+    """
+    limits: dict[str, Any] = {}
+    if _resolve_form_limits is not None:
+        limits = _resolve_form_limits(request.scope.get(FASTAPI_SCOPE_KEY, {}), route_limits)
+    try:
+        form = await request.form(**limits)
+    except (HTTPException, ClientDisconnect):
+        raise
+    except Exception as exc:
+        if _body_limit_error is not None and _BODY_LIMIT_KEY in request.scope:
+            error = _body_limit_error(exc)
+            if error is not None:
+                raise error from exc
+        raise HTTPException(400, "There was an error parsing the body") from exc
+    request.scope[_FILE_STACK_KEY].push_async_callback(form.close)
+    return form
 
 
 def replace_validator(

@@ -18,6 +18,7 @@ from anyio import CancelScope, Event, create_task_group, sleep
 from anyio.lowlevel import checkpoint
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.convertors import StringConvertor
+from starlette.datastructures import UploadFile
 from starlette.requests import cookie_parser
 from starlette.responses import Response, StreamingResponse
 
@@ -307,6 +308,10 @@ cdef dict parse_cookies(object headers):
     return cookies
 
 
+cdef bint is_empty_file(object value):
+    return isinstance(value, UploadFile) and value.filename == "" and value.size == 0
+
+
 cdef class RouteMatcher:
     """Matches requests to one included route; see `_fastpath_py.RouteMatcher`."""
 
@@ -548,6 +553,7 @@ cdef class RouteRuntime:
     cdef tuple params
     cdef object body_name
     cdef tuple models
+    cdef object form
 
     def __init__(self, plan):
         self.plan = plan
@@ -580,6 +586,7 @@ cdef class RouteRuntime:
         self.params = tuple([Param(spec) for spec in direct.params]) if direct is not None else ()
         self.body_name = direct.body_name if direct is not None else None
         self.models = tuple(plan.models)
+        self.form = plan.form
 
     # -- body -----------------------------------------------------------------------
 
@@ -810,6 +817,31 @@ cdef class RouteRuntime:
                 errors.extend(problems)
             else:
                 values[model.name] = value
+
+    cpdef extract_form(self, object form, dict values, list errors):
+        """The form model from a parsed form into `values`, or its errors."""
+        cdef object model = self.form
+        cdef dict raw = {}
+        cdef list items
+        cdef object field, value, problems, key
+        for field in model.fields:
+            if field.is_sequence:
+                items = [item for item in form.getlist(field.key) if not is_empty_file(item)]
+                if items:
+                    raw[field.name] = items
+            else:
+                value = form.get(field.key)
+                if value is not None and value != "" and not is_empty_file(value):
+                    raw[field.name] = value
+        if model.forbid_unknown:
+            for key, value in form.multi_items():
+                if key not in model.keys:
+                    raw[key] = value
+        value, problems = model.convert(raw)
+        if problems:
+            errors.extend(problems)
+        else:
+            values[model.name] = value
 
     async def __call__(self, dict scope, receive, send):
         cdef SendTracker tracker = None

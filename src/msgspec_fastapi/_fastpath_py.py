@@ -38,6 +38,9 @@ Both twins implement one contract over a route's plan (`_plan.RoutePlan`):
   a Response object, for the delegated tier where FastAPI's handler expects one. Routes
   that negotiate MessagePack answer in it when the request's Accept prefers it
   (`prefers_msgpack`), and send `Vary: Accept` either way.
+- `runtime.extract_models(scope, values, errors)` gathers each query, header and cookie
+  model into `values` (or its errors), and `runtime.extract_form(form, values, errors)`
+  the route's form model from the form FastAPI's way of parsing gave (delegated tier).
 - `await runtime(scope, receive, send)` is the direct tier's whole ASGI app: body, then
   parameters, the endpoint (sync ones in the threadpool), and the response sent straight
   to `send`. Exceptions reach the application's exception handlers as they would from
@@ -64,6 +67,7 @@ from anyio.lowlevel import checkpoint
 from fastapi.routing import APIRoute, APIRouter
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.convertors import StringConvertor
+from starlette.datastructures import UploadFile
 from starlette.requests import cookie_parser
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Match
@@ -355,6 +359,11 @@ def parse_cookies(headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
     return cookies
 
 
+def is_empty_file(value: Any) -> bool:
+    """A file input sent without a file, which FastAPI treats as absent."""
+    return isinstance(value, UploadFile) and value.filename == "" and value.size == 0
+
+
 class RouteMatcher:
     """Matches requests to one included route, as FastAPI would; built at registration."""
 
@@ -604,6 +613,7 @@ class RouteRuntime:
         "embedded",
         "encoder",
         "endpoint",
+        "form",
         "has_body",
         "is_coroutine",
         "max_body_size",
@@ -635,6 +645,7 @@ class RouteRuntime:
     report_invalid_msgpack: Any
     endpoint: Any
     body_name: Any
+    form: Any
 
     def __init__(self, plan: Any) -> None:
         # Fields a plan leaves out keep the values a C struct starts with: None, 0, False.
@@ -668,6 +679,7 @@ class RouteRuntime:
         self.params = tuple([Param(spec) for spec in direct.params]) if direct is not None else ()
         self.body_name = direct.body_name if direct is not None else None
         self.models = tuple(plan.models)
+        self.form = plan.form
 
     # -- body -----------------------------------------------------------------------
 
@@ -910,6 +922,31 @@ class RouteRuntime:
                 errors.extend(problems)
             else:
                 values[model.name] = value
+
+    def extract_form(self, form: Any, values: dict[str, Any], errors: list[Any]) -> None:
+        """The form model from a parsed form (Starlette's FormData) into `values`, or its
+        errors. As FastAPI: an empty value or file input is absent, a scalar field takes a
+        repeated key's last value, a list field every non-empty file or value."""
+        model = self.form
+        raw: dict[str, Any] = {}
+        for field in model.fields:
+            if field.is_sequence:
+                items = [item for item in form.getlist(field.key) if not is_empty_file(item)]
+                if items:
+                    raw[field.name] = items
+            else:
+                value = form.get(field.key)
+                if value is not None and value != "" and not is_empty_file(value):
+                    raw[field.name] = value
+        if model.forbid_unknown:
+            for key, value in form.multi_items():
+                if key not in model.keys:
+                    raw[key] = value
+        value, problems = model.convert(raw)
+        if problems:
+            errors.extend(problems)
+        else:
+            values[model.name] = value
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         tracker: SendTracker | None = None

@@ -1,25 +1,35 @@
-"""Query, header and cookie parameter models: a Struct (or a TypedDict or dataclass that
-msgspec handles) whose fields are parameters, as FastAPI's `Annotated[Model, Query()]`.
+"""Query, header, cookie and form models: a Struct (or a TypedDict or dataclass that
+msgspec handles) whose fields are parameters, as FastAPI's `Annotated[Model, Query()]`
+and `Annotated[Model, Form()]`.
 
 Registration reads the model's fields once into a `ModelPlan`. Per request the twins
-gather the raw values into a dict keyed by field (`RouteRuntime.extract_models`), and
-`ModelPlan.convert` turns it into the model with msgspec's lax rules, or lists an error
-per field at FastAPI's location (`("query", "limit")`).
+gather the raw values into a dict keyed by field (`RouteRuntime.extract_models`, and
+`RouteRuntime.extract_form` from a parsed form), and `ModelPlan.convert` turns it into
+the model with msgspec's lax rules, or lists an error per field at FastAPI's location
+(`("query", "limit")`, `("body", "username")`).
 """
 
 from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any, get_type_hints
+from typing import Any, get_args, get_origin, get_type_hints
 
 import msgspec
 import msgspec.inspect as mi
 from fastapi import params
+from fastapi.dependencies.utils import ensure_multipart_is_installed
+from starlette.datastructures import UploadFile as StarletteUploadFile
 
 from ._params import sequence_kind
-from ._shared import PARAM_COOKIE, PARAM_HEADER, PARAM_QUERY
-from ._types import annotated_metadata, is_body_shaped, is_record_type, strip_annotated
+from ._shared import PARAM_COOKIE, PARAM_FORM, PARAM_HEADER, PARAM_QUERY
+from ._types import (
+    annotated_metadata,
+    is_body_shaped,
+    is_record_type,
+    optional_inner,
+    strip_annotated,
+)
 
 _LOCATIONS = {
     params.Query: (PARAM_QUERY, "query"),
@@ -52,11 +62,12 @@ class ModelPlan:
     keys: frozenset[str]  # the fields' keys in the request
     names: frozenset[str]  # the fields' names in the gathered dict
     forbid_unknown: bool
+    has_files: bool = False  # a form model with UploadFile fields
 
     def convert(self, raw: dict[str, Any]) -> tuple[Any, list[dict[str, Any]]]:
         """The model from the gathered values, or FastAPI-shaped errors, one per field."""
         try:
-            return msgspec.convert(raw, self.model, strict=False), []
+            return msgspec.convert(raw, self.model, strict=False, dec_hook=upload_hook), []
         except msgspec.ValidationError as exc:
             return None, self.errors(raw, exc)
 
@@ -67,10 +78,13 @@ class ModelPlan:
             if field.name not in raw:
                 if field.required:
                     found.append({"type": "missing", "loc": loc, "msg": "Field required"})
-                    found[-1]["input"] = None
+                    # FastAPI's form models report the whole form they received.
+                    found[-1]["input"] = raw if self.location == PARAM_FORM else None
                 continue
             try:
-                msgspec.convert(raw[field.name], field.annotation, strict=False)
+                msgspec.convert(
+                    raw[field.name], field.annotation, strict=False, dec_hook=upload_hook
+                )
             except msgspec.ValidationError as problem:
                 error = {"type": "value_error.msgspec", "loc": loc, "msg": str(problem)}
                 error["input"] = raw[field.name]
@@ -87,16 +101,61 @@ class ModelPlan:
         return found
 
 
+def upload_hook(cls: type, value: Any) -> Any:
+    """msgspec's dec_hook for UploadFile fields: Starlette's parsed file, as the class the
+    field names (FastAPI's UploadFile is a subclass sharing the same file)."""
+    if isinstance(value, StarletteUploadFile) and issubclass(cls, StarletteUploadFile):
+        if isinstance(value, cls):
+            return value
+        return cls(value.file, size=value.size, filename=value.filename, headers=value.headers)
+    # FastAPI's message for the same mistake.
+    raise ValueError(f"Expected UploadFile, received: {type(value)}")
+
+
+def upload_kind(annotation: Any) -> bool | None:
+    """False for an UploadFile (or optional one), True for a list of them, else None."""
+    bare = strip_annotated(annotation)
+    bare = optional_inner(bare) or bare
+    if isinstance(bare, type) and issubclass(bare, StarletteUploadFile):
+        return False
+    args = get_args(bare)
+    if get_origin(bare) is list and len(args) == 1 and upload_kind(args[0]) is False:
+        return True
+    return None
+
+
 def model_param(endpoint_name: str, parameter: inspect.Parameter) -> ModelPlan | None:
     """The plan of a `Query()`, `Header()` or `Cookie()` parameter whose type is a record
     (Struct, TypedDict, dataclass); None for any other parameter."""
     metadata = [*annotated_metadata(parameter.annotation), parameter.default]
     info = next((m for m in metadata if type(m) in _LOCATIONS), None)
+    if info is None:
+        return None
+    return _record_plan(endpoint_name, parameter, info, *_LOCATIONS[type(info)])
+
+
+def form_param(endpoint_name: str, parameter: inspect.Parameter) -> ModelPlan | None:
+    """The plan of a `Form()` parameter whose type is a record; None for any other.
+
+    Its fields are scalars, lists of scalars (from repeated keys) and UploadFiles.
+    """
+    metadata = [*annotated_metadata(parameter.annotation), parameter.default]
+    info = next((m for m in metadata if type(m) is params.Form), None)
+    if info is None:
+        return None
+    plan = _record_plan(endpoint_name, parameter, info, PARAM_FORM, "form")
+    if plan is not None:
+        ensure_multipart_is_installed()  # FastAPI's own check, and its error
+    return plan
+
+
+def _record_plan(
+    endpoint_name: str, parameter: inspect.Parameter, info: Any, location: int, kind: str
+) -> ModelPlan | None:
     annotation = strip_annotated(parameter.annotation)
-    if info is None or not is_record_type(annotation):
+    if not is_record_type(annotation):
         return None
     where = f"{endpoint_name}(): parameter {parameter.name!r}"
-    location, kind = _LOCATIONS[type(info)]
     try:
         type_info = mi.type_info(annotation)
         hints = get_type_hints(annotation, include_extras=True)
@@ -107,6 +166,7 @@ def model_param(endpoint_name: str, parameter: inspect.Parameter) -> ModelPlan |
         raise TypeError(f"{where}: a {kind} model needs named fields")
     convert_underscores = getattr(info, "convert_underscores", True)
     fields = []
+    has_files = False
     for field in fields_info:
         key = field.encode_name
         if kind == "header" and convert_underscores:
@@ -114,12 +174,17 @@ def model_param(endpoint_name: str, parameter: inspect.Parameter) -> ModelPlan |
         if kind == "header":
             key = key.lower()
         annotation_of_field = hints.get(field.name, Any)
-        sequence = sequence_kind(strip_annotated(annotation_of_field))
-        if sequence is None or (not sequence and is_body_shaped(annotation_of_field)):
-            raise TypeError(
-                f"{where}: field {field.name!r} of a {kind} model must be a scalar or a "
-                "list of scalars"
-            )
+        sequence = upload_kind(annotation_of_field) if kind == "form" else None
+        has_files = has_files or sequence is not None
+        if sequence is None:
+            sequence = sequence_kind(strip_annotated(annotation_of_field))
+            if sequence is None or (not sequence and is_body_shaped(annotation_of_field)):
+                allowed = "a scalar or a list of scalars"
+                if kind == "form":
+                    allowed = "a scalar, a list of scalars, an UploadFile or a list of them"
+                raise TypeError(
+                    f"{where}: field {field.name!r} of a {kind} model must be {allowed}"
+                )
         fields.append(
             ModelField(
                 name=field.encode_name,
@@ -134,10 +199,11 @@ def model_param(endpoint_name: str, parameter: inspect.Parameter) -> ModelPlan |
     return ModelPlan(
         name=parameter.name,
         location=location,
-        where=kind,
+        where="body" if kind == "form" else kind,
         model=annotation,
         fields=tuple(fields),
         keys=frozenset(f.key for f in fields),
         names=frozenset(f.name for f in fields),
         forbid_unknown=forbid,
+        has_files=has_files,
     )

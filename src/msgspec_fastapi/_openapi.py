@@ -11,6 +11,7 @@ import msgspec
 import msgspec.inspect as mi
 from fastapi.encoders import jsonable_encoder
 from fastapi.utils import is_body_allowed_for_status_code
+from starlette.datastructures import UploadFile
 
 from . import _compat
 from ._params import PARAM_GROUPS
@@ -64,6 +65,13 @@ def _component_classes(annotation: Any) -> list[Any]:
     return found
 
 
+def _schema_hook(annotation: Any) -> dict[str, Any]:
+    """A form model's UploadFile fields, documented as FastAPI documents UploadFile."""
+    if isinstance(annotation, type) and issubclass(annotation, UploadFile):
+        return {"type": "string", "contentMediaType": "application/octet-stream"}
+    raise NotImplementedError
+
+
 def _ref_name(schema: dict[str, Any]) -> str | None:
     ref = schema.get("$ref")
     return ref.removeprefix(_REF_PREFIX) if isinstance(ref, str) else None
@@ -79,7 +87,9 @@ def _canonical(cls: Any) -> str:
     known = _CANONICAL.get(cls)
     if known is not None:
         return known
-    (alone,), _ = msgspec.json.schema_components([cls], ref_template=_REF_TEMPLATE)
+    (alone,), _ = msgspec.json.schema_components(
+        [cls], ref_template=_REF_TEMPLATE, schema_hook=_schema_hook
+    )
     short = _ref_name(alone) or str(getattr(cls, "__name__", "Component"))
     # A generic alias has its origin's qualname; msgspec's short name (`Page_City_`)
     # tells its instances apart.
@@ -126,7 +136,7 @@ def _schema(annotation: Any, components: dict[str, Any]) -> dict[str, Any]:
     component named and referenced by its canonical name."""
     classes = _component_classes(annotation)
     schemas, definitions = msgspec.json.schema_components(
-        [*classes, annotation], ref_template=_REF_TEMPLATE
+        [*classes, annotation], ref_template=_REF_TEMPLATE, schema_hook=_schema_hook
     )
     # msgspec names components per call (qualifying clashes itself): map its names to ours.
     names = {}
@@ -244,6 +254,13 @@ def route_openapi(
         malformed = "Malformed JSON or MessagePack" if body.msgpack_decoder else "Malformed JSON"
         responses.setdefault(400, {"description": malformed})
         responses.setdefault(415, {"description": "Unsupported Media Type"})
+    form = spec.form
+    if form is not None:
+        media_type = (
+            "multipart/form-data" if form.has_files else "application/x-www-form-urlencoded"
+        )
+        schema = {"schema": _schema(form.model, components)}
+        extra["requestBody"] = {"required": True, "content": {media_type: schema}}
     if spec.models:
         parameters = [
             {
@@ -256,7 +273,7 @@ def route_openapi(
             for field in model.fields
         ]
         extra["parameters"] = [*extra.get("parameters", []), *parameters]
-    if body is not None or spec.models:
+    if body is not None or spec.models or form is not None:
         responses.setdefault(
             422,
             {

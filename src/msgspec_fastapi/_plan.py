@@ -26,7 +26,7 @@ from pydantic_core import PydanticUndefined
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ._models import ModelPlan, model_param
+from ._models import ModelPlan, form_param, model_param
 from ._params import ParamSpec, constrained_type
 from ._shared import (
     BODYLESS_STATUSES,
@@ -131,6 +131,7 @@ class EndpointSpec:
     injected_response: bool
     msgpack: bool = False
     models: tuple[ModelPlan, ...] = ()  # query, header and cookie models
+    form: ModelPlan | None = None  # a form model
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +154,7 @@ class RoutePlan:
     # Enforced by the request path only where FastAPI does not (before 0.164); -1: none.
     max_body_size: int = -1
     models: tuple[ModelPlan, ...] = ()
+    form: ModelPlan | None = None
 
 
 def literal_path(path_regex: re.Pattern[str], path_format: str) -> str | None:
@@ -187,8 +189,14 @@ def _find_body(endpoint_name: str, parameters: list[inspect.Parameter]) -> list[
         if any(isinstance(m, params.Depends) for m in metadata):
             continue
         if any(isinstance(m, (params.Form, params.File)) for m in metadata):
+            if form_param(endpoint_name, parameter) is not None:
+                continue  # a form model
             if mentions_struct(parameter.annotation):
-                raise TypeError(f"{where}: msgspec Structs are not supported as Form or File")
+                raise TypeError(
+                    f"{where}: msgspec Structs are supported as form models (the whole "
+                    "parameter a Struct with Form()), not as File or inside other form "
+                    "parameters"
+                )
             continue
         explicit_param = any(isinstance(m, params.Param) for m in metadata)
         if explicit_param:
@@ -537,13 +545,18 @@ def analyze_endpoint(
     body_parameters = _find_body(name, parameters)
     body = _body_plan(name, body_parameters, msgpack) if body_parameters else None
     models = []
+    forms = []
     for parameter in parameters:
         found = model_param(name, parameter)
         if found is not None:
             models.append((parameter, found))
+        found = form_param(name, parameter)
+        if found is not None:
+            forms.append((parameter, found))
+    form = _form_of(name, forms, body_parameters)
     if is_generator_endpoint(endpoint):
         output = _stream_plan(name, return_type, options, sse) if untyped_allowed or sse else None
-        if output is None and (body is not None or models):
+        if output is None and (body is not None or models or form is not None):
             raise TypeError(
                 f"{name}(): a generator endpoint with a msgspec body or parameter model "
                 "streams msgspec items only, as JSON Lines (the default response class) or "
@@ -553,12 +566,12 @@ def analyze_endpoint(
         output = _output_plan(name, return_type, options, untyped_allowed, msgpack)
         if output is not None and media_type != "application/json":
             output = replace(output, content_type=(b"content-type", media_type.encode("latin-1")))
-    if body is None and output is None and not models:
+    if body is None and output is None and not models and form is None:
         return None, signature
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):
         raise TypeError(f"{name}(): *args and **kwargs are not supported on msgspec routes")
 
-    taken_out = [*body_parameters, *(parameter for parameter, _ in models)]
+    taken_out = [*body_parameters, *(parameter for parameter, _ in [*models, *forms])]
     remaining = [p for p in parameters if p not in taken_out]
     taken = {p.name for p in parameters}
 
@@ -589,5 +602,25 @@ def analyze_endpoint(
         injected_response=injected_response,
         msgpack=msgpack,
         models=tuple(plan for _, plan in models),
+        form=form,
     )
     return spec, exposed
+
+
+def _form_of(
+    endpoint_name: str,
+    forms: list[tuple[inspect.Parameter, ModelPlan]],
+    body_parameters: list[inspect.Parameter],
+) -> ModelPlan | None:
+    """The endpoint's form model: one at most, and never beside a msgspec JSON body."""
+    if not forms:
+        return None
+    where = f"{endpoint_name}(): parameter {forms[0][0].name!r}"
+    if len(forms) > 1:
+        raise TypeError(f"{where}: an endpoint takes one form model at most")
+    if body_parameters:
+        raise TypeError(
+            f"{where}: a form model cannot be combined with the msgspec JSON body "
+            f"parameter {body_parameters[0].name!r}"
+        )
+    return forms[0][1]

@@ -113,6 +113,7 @@ PARAM_PATH = 0
 PARAM_QUERY = 1
 PARAM_HEADER = 2
 PARAM_COOKIE = 3
+PARAM_FORM = 4  # a form model (never a direct-tier parameter)
 
 # Digit strings this short fit in a signed 64-bit integer, so the compiled twin reads int
 # parameters made of them without overflow checks; longer ones take the converter.

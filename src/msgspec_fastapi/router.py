@@ -217,19 +217,21 @@ class MsgspecRoute(APIRoute):
         handler = super().get_route_handler()
         if spec is None:
             return handler
-        if spec.body is not None and target.body_field is not None:
+        if (spec.body is not None or spec.form is not None) and target.body_field is not None:
             raise TypeError(
                 f"{spec.endpoint.__name__}(): other FastAPI body fields cannot be combined "
-                "with a msgspec body"
+                f"with a msgspec {'body' if spec.form is None else 'form model'}"
             )
         plan = RoutePlan(
             body=spec.body,
             output=spec.output,
             strict_content_type=bool(_resolve(target.strict_content_type)),
             status_code=target.status_code or 200,
-            direct=_direct_plan(spec, target),
+            # A form is parsed FastAPI's way, on the delegated tier.
+            direct=_direct_plan(spec, target) if spec.form is None else None,
             max_body_size=self._own_limit(),
             models=spec.models,
+            form=spec.form,
         )
         runtime = self.twin.RouteRuntime(plan)
         direct = None
@@ -244,6 +246,29 @@ class MsgspecRoute(APIRoute):
             if has_models:
                 runtime.extract_models(scope, values, errors)
             return values, errors
+
+        if spec.form is not None:
+            form_limits = _compat.route_form_limits(self)
+
+            async def handle_form(request: Request) -> Response:
+                try:
+                    if plan.max_body_size >= 0:
+                        raw = await runtime.read_raw(request.scope, request.receive)
+                        _compat.cache_request_body(request, raw)  # what the form parser reads
+                    form = await _compat.read_form(request, form_limits)
+                except ClientDisconnect:
+                    return NoResponse()
+                models, model_errors = gather_models(request.scope)
+                runtime.extract_form(form, models, model_errors)
+                request.scope[_SCOPE_KEY] = (runtime, None, None, models, model_errors)
+                try:
+                    return await handler(request)
+                except RequestValidationError as exc:
+                    if request.scope.get(_REACHED_KEY) or not model_errors:
+                        raise
+                    raise request_invalid([*exc.errors(), *model_errors], None, None) from None
+
+            return handle_form
 
         if spec.body is None:
 
