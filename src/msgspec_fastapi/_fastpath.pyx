@@ -834,9 +834,10 @@ cdef class RouteRuntime:
                 if value is not None and value != "" and not is_empty_file(value):
                     raw[field.name] = value
         if model.forbid_unknown:
-            for key, value in form.multi_items():
+            for key in form.keys():
                 if key not in model.keys:
-                    raw[key] = value
+                    items = form.getlist(key)
+                    raw[key] = items if len(items) > 1 else items[0]
         value, problems = model.convert(raw)
         if problems:
             errors.extend(problems)
