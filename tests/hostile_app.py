@@ -1,9 +1,11 @@
 """One application that hostile-input tests send their requests to.
 
 Every route exists twice: under `/direct` on the direct tier and under `/delegated` on the
-delegated tier (a no-op dependency is enough to move a route there). `build_app(twin)`
-puts the whole application on one twin (a `twins.Twin`), so that the same request can be
-sent to the pure and to the compiled request path; `APPS` holds one such app per twin.
+delegated tier (a no-op dependency is enough to move a route there), except that the form
+route (`/form`, in `ALWAYS_DELEGATED`) runs on the delegated tier under both prefixes.
+`build_app(twin)` puts the whole application on one twin (a `twins.Twin`), so that the
+same request can be sent to the pure and to the compiled request path; `APPS` holds one
+such app per twin.
 
 The bad-input table, the fuzzer, the leak test and the real-server test all use it; the
 server test starts it in a subprocess with `uvicorn hostile_app:app` (tests/ on the path).
@@ -18,7 +20,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any
 
 import msgspec
-from fastapi import Body, Depends, FastAPI, Header, Path, Query
+from fastapi import Body, Depends, FastAPI, Form, Header, Path, Query, UploadFile
 from fastapi.routing import iter_route_contexts
 from fastapi.sse import EventSourceResponse
 from twins import PerTwin, Twin
@@ -31,6 +33,10 @@ TIERS = ("direct", "delegated")
 
 # The body limit of the /small routes (enforced by FastAPI from 0.164, by us before).
 SMALL_LIMIT = 64
+# The body limit of the /form routes.
+FORM_LIMIT = 4096
+# Routes that run on the delegated tier whatever their prefix: forms are parsed FastAPI's way.
+ALWAYS_DELEGATED = ("/form",)
 
 
 class Color(enum.Enum):
@@ -51,6 +57,15 @@ class Filter(msgspec.Struct, forbid_unknown_fields=True):
     flag: bool = False
     when: datetime.date | None = None
     tags: list[str] = []
+
+
+class Signup(msgspec.Struct, forbid_unknown_fields=True):
+    """The /form route's form model."""
+
+    name: str
+    age: int = 0
+    tags: list[str] = []
+    avatar: UploadFile | None = None
 
 
 class Tokens(msgspec.Struct):
@@ -169,6 +184,12 @@ def tier_router(tier: str, route_class: type[MsgspecRoute] = MsgspecRoute) -> Ms
         f: Annotated[Filter, Query()], h: Annotated[Tokens, Header()]
     ) -> dict[str, Any]:
         return {"filter": f, "token": h.x_token}
+
+    @router.post("/form", max_body_size=FORM_LIMIT)
+    async def form(data: Annotated[Signup, Form()]) -> dict[str, Any]:
+        avatar = data.avatar
+        size = None if avatar is None else len(await avatar.read())
+        return {"name": data.name, "age": data.age, "tags": data.tags, "avatar": size}
 
     @router.get("/pick/{index}")
     async def pick(index: int) -> list[Point]:

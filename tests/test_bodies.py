@@ -722,14 +722,21 @@ def test_failed_registration_leaves_the_router_unchanged() -> None:
     assert router.routes == []
 
 
-@pytest.mark.parametrize("marker", [Form, File], ids=["Form", "File"])
-def test_struct_as_form_or_file_parameter_is_rejected_naming_it(marker: Any) -> None:
+@pytest.mark.parametrize(
+    ("marker", "annotation"),
+    [(File, City), (Form, list[City]), (Form, City | None)],
+    ids=["File", "Form list", "Form optional"],
+)
+def test_struct_as_file_or_inside_a_form_parameter_is_rejected_naming_it(
+    marker: Any, annotation: Any
+) -> None:
+    # A whole Struct with Form() is a form model (tests/test_form_models.py).
     router = MsgspecRouter()
 
     with pytest.raises(TypeError, match="upload"):
 
         @router.post("/form")
-        async def form(upload: Annotated[City, marker()]) -> None: ...
+        async def form(upload: Annotated[annotation, marker()]) -> None: ...
 
 
 # -- endpoints that are not plain functions -----------------------------------------------------

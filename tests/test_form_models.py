@@ -658,3 +658,15 @@ def test_form_model_with_files_is_documented_as_multipart(twin: Twin) -> None:
     file_schema = {"type": "string", "contentMediaType": "application/octet-stream"}
     assert properties["document"] == file_schema
     assert properties["extras"] == {"type": "array", "items": file_schema, "default": []}
+
+
+def test_form_model_beside_fastapis_own_form_parameter_is_refused_naming_the_endpoint() -> None:
+    router = MsgspecRouter()
+
+    with pytest.raises(TypeError, match=r"login\(\).*form model"):
+
+        @router.post("/login")
+        async def login(data: Annotated[Login, Form()], token: Annotated[str, Form()]) -> None:
+            """Refused."""
+
+    assert router.routes == []

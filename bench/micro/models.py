@@ -1,11 +1,12 @@
-"""--models: a GET with a 5-field query model, ours against FastAPI's Pydantic query model.
+"""--models: a GET with a 5-field query model and a POST of a urlencoded form with a
+5-field form model, ours against FastAPI's Pydantic query and form models.
 
-One process pinned to one core runs three apps: the route on a `MsgspecRouter` with a
-Struct query model, on the compiled and on the pure twin (`route_class_for`), and the same
-route on a plain FastAPI router with a Pydantic model and `Annotated[Model, Query()]`.
-Every answer is checked; each round times one batch of each variant, the order reversed
-every other round; the table gives the median µs per request and the median of the
-per-round ratios to FastAPI with Pydantic.
+One process pinned to one core runs three apps: the routes on a `MsgspecRouter` with
+Struct models, on the compiled and on the pure twin (`route_class_for`), and the same
+routes on a plain FastAPI router with Pydantic models and `Annotated[Model, Query()]`,
+`Annotated[Model, Form()]`. Every answer is checked; each round times one batch of each
+(case, variant), the order reversed every other round; the table gives the median µs per
+request and the median of the per-round ratios to FastAPI with Pydantic, per case.
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from typing import Annotated, Any, Literal
 import msgspec
 import pydantic
 from common import log, versions
-from fastapi import APIRouter, FastAPI, Query
+from fastapi import APIRouter, FastAPI, Form, Query
 
 from .asgi import ASGIApp, WrongAnswer, call, http_scope
 from .inprocess import InProcessBench
 
 VARIANTS = ("compiled", "pure", "pydantic")
+CASES = ("query", "form")
 QUERY = b"country=DE&min_population=1000&limit=50&offset=100&order=population"
 EXPECTED = {
     "country": "DE",
@@ -34,6 +36,34 @@ EXPECTED = {
     "offset": 100,
     "order": "population",
 }
+
+
+FORM = b"username=ada&email=ada%40example.org&age=36&plan=pro&newsletter=true"
+FORM_EXPECTED = {
+    "username": "ada",
+    "email": "ada@example.org",
+    "age": 36,
+    "plan": "pro",
+    "newsletter": True,
+}
+
+
+class Signup(msgspec.Struct, forbid_unknown_fields=True):
+    username: Annotated[str, msgspec.Meta(min_length=3, max_length=32)]
+    email: Annotated[str, msgspec.Meta(pattern="^[^@]+@[^@]+$")]
+    age: Annotated[int, msgspec.Meta(ge=13, le=150)]
+    plan: Literal["free", "pro"] = "free"
+    newsletter: bool = False
+
+
+class SignupModel(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+    username: Annotated[str, pydantic.Field(min_length=3, max_length=32)]
+    email: Annotated[str, pydantic.Field(pattern="^[^@]+@[^@]+$")]
+    age: Annotated[int, pydantic.Field(ge=13, le=150)]
+    plan: Literal["free", "pro"] = "free"
+    newsletter: bool = False
 
 
 class Filter(msgspec.Struct, forbid_unknown_fields=True):
@@ -66,6 +96,10 @@ def build_app(variant: str) -> ASGIApp:
         async def pydantic_cities(f: Annotated[FilterModel, Query()]) -> dict[str, Any]:
             return f.model_dump()
 
+        @plain.post("/signup")
+        async def pydantic_signup(form: Annotated[SignupModel, Form()]) -> dict[str, Any]:
+            return form.model_dump()
+
         app.include_router(plain)
         return app
     module = _impl.load_twin(variant)
@@ -77,25 +111,50 @@ def build_app(variant: str) -> ASGIApp:
     async def cities(f: Annotated[Filter, Query()]) -> dict[str, Any]:
         return msgspec.structs.asdict(f)
 
+    @router.post("/signup")
+    async def signup(form: Annotated[Signup, Form()]) -> dict[str, Any]:
+        return msgspec.structs.asdict(form)
+
     app.include_router(router)
     return app
 
 
-class ModelBench(InProcessBench[str]):
+def form_scope() -> dict[str, Any]:
+    scope = http_scope("POST", "/signup", b"", FORM)
+    scope["headers"] = [
+        (b"content-type", b"application/x-www-form-urlencoded")
+        if name == b"content-type"
+        else (name, value)
+        for name, value in scope["headers"]
+    ]
+    return scope
+
+
+# A case's request: scope, body and the answer it must get.
+REQUESTS: dict[str, tuple[dict[str, Any], bytes, dict[str, Any]]] = {
+    "query": (http_scope("GET", "/cities", QUERY, b""), b"", EXPECTED),
+    "form": (form_scope(), FORM, FORM_EXPECTED),
+}
+
+
+class ModelBench(InProcessBench[tuple[str, str]]):
     def __init__(self, variants: list[str]) -> None:
         super().__init__()
-        self.scope = http_scope("GET", "/cities", QUERY, b"")
         for variant in variants:
             self.start(variant, build_app(variant))
-            self.run(variant, 1)  # raises on a wrong answer
+            for case in CASES:
+                self.run((case, variant), 1)  # raises on a wrong answer
 
-    async def _batch(self, variant: str, count: int) -> tuple[int, int]:
+    async def _batch(self, key: tuple[str, str], count: int) -> tuple[int, int]:
+        case, variant = key
         app, state = self.apps[variant]
+        scope, body, expected = REQUESTS[case]
         wall, cpu = time.perf_counter_ns(), time.process_time_ns()
         for _ in range(count):
-            response = await call(app, self.scope, b"", state)
-            if response.status != 200 or msgspec.json.decode(response.body) != EXPECTED:
-                raise WrongAnswer(f"{variant}: {response.status} {response.body[:200]!r}")
+            # Each request gets its own scope, as from a server: the app writes into it.
+            response = await call(app, dict(scope), body, state)
+            if response.status != 200 or msgspec.json.decode(response.body) != expected:
+                raise WrongAnswer(f"{key}: {response.status} {response.body[:200]!r}")
         return time.perf_counter_ns() - wall, time.process_time_ns() - cpu
 
 
@@ -104,27 +163,28 @@ def run(args: argparse.Namespace) -> int:
     os.sched_setaffinity(0, {args.cpu})
     bench = ModelBench(variants)
     clock = 0 if args.clock == "wall" else 1
-    counts = {v: bench.size(v, args.warmup_seconds, args.batch_seconds) for v in variants}
-    times: dict[str, list[float]] = {v: [] for v in variants}
+    keys = [(case, variant) for case in CASES for variant in variants]
+    counts = {k: bench.size(k, args.warmup_seconds, args.batch_seconds) for k in keys}
+    times: dict[tuple[str, str], list[float]] = {k: [] for k in keys}
     for index in range(args.rounds):
-        for variant in variants if index % 2 == 0 else variants[::-1]:
-            times[variant].append(
-                bench.run(variant, counts[variant])[clock] / counts[variant] / 1e3
-            )
+        for key in keys if index % 2 == 0 else keys[::-1]:
+            times[key].append(bench.run(key, counts[key])[clock] / counts[key] / 1e3)
         log(f"round {index + 1:>2}/{args.rounds} done")
     bench.close()
-    meta = versions(("fastapi", "msgspec", "pydantic"))
+    meta = versions(("fastapi", "msgspec", "pydantic", "python-multipart"))
     print(
-        f"models: GET /cities?{QUERY.decode()} (a 5-field query model), one process pinned to"
-        f" CPU {args.cpu}, {args.rounds} rounds, {args.clock} time"
+        f"models: query = GET /cities?{QUERY.decode()} (a 5-field query model); form = POST"
+        f" /signup with {FORM.decode()} (urlencoded, a 5-field form model); one process pinned"
+        f" to CPU {args.cpu}, {args.rounds} rounds, {args.clock} time"
         + (" (--quick: timings are not meaningful)" if args.quick else "")
     )
     print(f"python {sys.version.split()[0]}, " + ", ".join(f"{k} {v}" for k, v in meta.items()))
-    print(f"  {'variant':<10} {'µs/req':>9} {'vs pydantic':>12}")
-    for variant in variants:
+    print(f"  {'case':<6} {'variant':<10} {'µs/req':>9} {'vs pydantic':>12}")
+    for case, variant in keys:
         ratio = "-"
-        if "pydantic" in times:
-            pairs = zip(times[variant], times["pydantic"], strict=True)
+        if (case, "pydantic") in times:
+            pairs = zip(times[case, variant], times[case, "pydantic"], strict=True)
             ratio = f"{statistics.median(v / p for v, p in pairs):.2f}x"
-        print(f"  {variant:<10} {statistics.median(times[variant]):>9.1f} {ratio:>12}")
+        median = statistics.median(times[case, variant])
+        print(f"  {case:<6} {variant:<10} {median:>9.1f} {ratio:>12}")
     return 0

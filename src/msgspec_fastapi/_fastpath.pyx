@@ -834,7 +834,7 @@ cdef class RouteRuntime:
                 if value is not None and value != "" and not is_empty_file(value):
                     raw[field.name] = value
         if model.forbid_unknown:
-            for key in form.keys():
+            for key in form:
                 if key not in model.keys:
                     items = form.getlist(key)
                     raw[key] = items if len(items) > 1 else items[0]

@@ -40,6 +40,7 @@ ROUTES = [
     ("POST", "/small"),
     ("GET", "/items/{}"),
     ("GET", "/filter"),
+    ("POST", "/form"),
     ("GET", "/words/{}"),
     ("GET", "/pick/{}"),
 ]
@@ -64,6 +65,8 @@ CONTENT_TYPES = [
     b"",
     b"application/json\xff",
     b"multipart/form-data; boundary=x",
+    b"application/x-www-form-urlencoded",
+    b"multipart/form-data",
 ]
 HEADER_NAMES = [b"content-type", b"content-length", b"x-token", b"cookie", b"accept"]
 BODIES = [
@@ -76,6 +79,10 @@ BODIES = [
     b"9" * 400,
     b"",
     b"null",
+    b"name=ada&age=3&tags=a&tags=b",
+    b"name=&age=x&other=1",
+    b'--x\r\nContent-Disposition: form-data; name="name"\r\n\r\nada\r\n'
+    b'--x\r\nContent-Disposition: form-data; name="avatar"; filename="a"\r\n\r\n1\r\n--x--\r\n',
 ]
 
 
