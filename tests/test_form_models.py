@@ -18,6 +18,7 @@ import pytest
 from fastapi import APIRouter, Body, Depends, FastAPI, File, Form, Header, Query, UploadFile
 from fastapi.testclient import TestClient
 from openapi_spec_validator import validate
+from starlette.datastructures import UploadFile as StarletteUploadFile
 from support import client_for
 from twins import Twin
 
@@ -370,6 +371,22 @@ def test_list_of_upload_files_receives_every_file_of_the_key(twin: Twin) -> None
         "extras": ["b.txt", "c.txt"],
         "note": "two",
     }
+
+
+class StarletteUpload(msgspec.Struct):
+    document: StarletteUploadFile
+
+
+def test_starlettes_upload_file_class_works_as_a_field_type(twin: Twin) -> None:
+    router = MsgspecRouter(route_class=twin.route_class)
+
+    @router.post("/upload")
+    async def upload(data: Annotated[StarletteUpload, Form()]) -> str:
+        return str(data.document.filename)
+
+    response = client_for(router).post("/upload", files={"document": ("a.txt", b"1")})
+
+    assert response.json() == "a.txt"
 
 
 def test_text_for_an_upload_file_field_is_a_422(twin: Twin) -> None:

@@ -63,11 +63,12 @@ class ModelPlan:
     names: frozenset[str]  # the fields' names in the gathered dict
     forbid_unknown: bool
     has_files: bool = False  # a form model with UploadFile fields
+    dec_hook: Any = None  # a form model's: its UploadFile fields take the parsed files
 
     def convert(self, raw: dict[str, Any]) -> tuple[Any, list[dict[str, Any]]]:
         """The model from the gathered values, or FastAPI-shaped errors, one per field."""
         try:
-            return msgspec.convert(raw, self.model, strict=False, dec_hook=upload_hook), []
+            return msgspec.convert(raw, self.model, strict=False, dec_hook=self.dec_hook), []
         except msgspec.ValidationError as exc:
             return None, self.errors(raw, exc)
 
@@ -83,7 +84,7 @@ class ModelPlan:
                 continue
             try:
                 msgspec.convert(
-                    raw[field.name], field.annotation, strict=False, dec_hook=upload_hook
+                    raw[field.name], field.annotation, strict=False, dec_hook=self.dec_hook
                 )
             except msgspec.ValidationError as problem:
                 error = {"type": "value_error.msgspec", "loc": loc, "msg": str(problem)}
@@ -206,4 +207,5 @@ def _record_plan(
         names=frozenset(f.name for f in fields),
         forbid_unknown=forbid,
         has_files=has_files,
+        dec_hook=upload_hook if kind == "form" else None,
     )
