@@ -75,6 +75,14 @@ async def chunked(body: bytes) -> AsyncIterator[bytes]:
         yield body[start : start + 16]
 
 
+URLENCODED = {"content-type": "application/x-www-form-urlencoded"}
+MULTIPART = {"content-type": "multipart/form-data; boundary=xx"}
+MULTIPART_FORM = (
+    b'--xx\r\nContent-Disposition: form-data; name="name"\r\n\r\nada\r\n'
+    b'--xx\r\nContent-Disposition: form-data; name="avatar"; filename="a.png"\r\n\r\n'
+    b"png\r\n--xx--\r\n"
+)
+
 # name -> (method, target, headers, body, status); the body may be a chunked stream.
 KINDS: dict[str, tuple[str, str, dict[str, str], Any, int]] = {
     "valid body": ("POST", "/everything", JSON, VALID, 200),
@@ -87,6 +95,9 @@ KINDS: dict[str, tuple[str, str, dict[str, str], Any, int]] = {
     "within the limit, chunked": ("POST", "/small", JSON, chunked, 200),
     "valid parameters": ("GET", "/items/7?q=%E9%9B%BB&n=%2B5&tags=a&tags=b", {}, b"", 200),
     "invalid parameters": ("GET", "/items/x?n=1e3", {}, b"", 422),
+    "urlencoded form": ("POST", "/form", URLENCODED, b"name=ada&tags=a&tags=b", 200),
+    "multipart form with a file": ("POST", "/form", MULTIPART, MULTIPART_FORM, 200),
+    "malformed multipart": ("POST", "/form", MULTIPART, b"\x00\xff" * 100, 400),
 }
 CHUNKED_BODIES = {
     "over the limit, chunked": OVER_LIMIT,
