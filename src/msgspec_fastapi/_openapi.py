@@ -245,17 +245,18 @@ def route_openapi(
         responses.setdefault(400, {"description": malformed})
         responses.setdefault(415, {"description": "Unsupported Media Type"})
     if spec.models:
-        parameters = [
-            {
+        # One entry per key, as FastAPI lists a parameter that several dependencies read.
+        parameters = {
+            (model.where, field.key): {
                 "name": field.key,
                 "in": model.where,
                 "required": field.required,
                 "schema": _schema(field.annotation, components),
             }
-            for model in spec.models
-            for field in model.fields
-        ]
-        extra["parameters"] = [*extra.get("parameters", []), *parameters]
+            for model in reversed(spec.models)
+            for field in reversed(model.fields)
+        }
+        extra["parameters"] = [*extra.get("parameters", []), *reversed(parameters.values())]
     if body is not None or spec.models:
         responses.setdefault(
             422,
