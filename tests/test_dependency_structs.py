@@ -7,13 +7,24 @@ Each test runs on both twins (`twin`). Routes with dependencies are on the deleg
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any
 
 import msgspec
 import pydantic
 import pytest
-from fastapi import APIRouter, Body, Depends, FastAPI, Header, Path, Query, Security
+from fastapi import (
+    APIRouter,
+    Body,
+    Depends,
+    FastAPI,
+    Header,
+    HTTPException,
+    Path,
+    Query,
+    Security,
+)
 from fastapi.security import SecurityScopes
 from fastapi.testclient import TestClient
 from support import client_for
@@ -564,3 +575,188 @@ def test_bad_body_for_a_dependency_is_answered_as_for_the_endpoints_own_body(
     reference = client.post("/endpoint", content=body, headers=headers)
     assert ours.status_code < 500
     assert (ours.status_code, ours.json()) == (reference.status_code, reference.json())
+
+
+def require_token(x_token: Annotated[str, Header()] = "") -> None:
+    if x_token != "secret":
+        raise HTTPException(401, "no token")
+
+
+def city_then_token(city: City, _: Annotated[None, Depends(require_token)]) -> str:
+    return city.name
+
+
+def pydantic_city_then_token(city: PydanticCity, _: Annotated[None, Depends(require_token)]) -> str:
+    return city.name
+
+
+@pytest.mark.parametrize(
+    "declaration",
+    ["body dependency first", "auth dependency first", "auth inside the body dependency"],
+)
+def test_failing_auth_dependency_wins_over_a_dependencys_invalid_body_as_in_fastapi(
+    twin: Twin, declaration: str
+) -> None:
+    router = router_for(twin)
+    app = FastAPI()
+    if declaration == "body dependency first":
+
+        @router.post("/cities", dependencies=[Depends(get_city), Depends(require_token)])
+        async def create() -> None: ...
+
+        @app.post("/reference", dependencies=[Depends(pydantic_get_city), Depends(require_token)])
+        async def reference() -> None: ...
+
+    elif declaration == "auth dependency first":
+
+        @router.post("/cities", dependencies=[Depends(require_token), Depends(get_city)])
+        async def create() -> None: ...
+
+        @app.post("/reference", dependencies=[Depends(require_token), Depends(pydantic_get_city)])
+        async def reference() -> None: ...
+
+    else:
+
+        @router.post("/cities")
+        async def create(name: Annotated[str, Depends(city_then_token)]) -> None: ...
+
+        @app.post("/reference")
+        async def reference(name: Annotated[str, Depends(pydantic_city_then_token)]) -> None: ...
+
+    app.include_router(router)
+    client = TestClient(app)
+    ours = client.post("/cities", json={"nam": "x"})
+    theirs = client.post("/reference", json={"nam": "x"})
+    assert (
+        (ours.status_code, ours.json())
+        == (theirs.status_code, theirs.json())
+        == (
+            401,
+            {"detail": "no token"},
+        )
+    )
+
+
+def needs_page(page: int) -> int:
+    return page
+
+
+def test_fastapis_parameter_errors_and_a_dependencys_body_errors_are_reported_together(
+    twin: Twin,
+) -> None:
+    router = router_for(twin)
+
+    @router.post("/cities")
+    async def create(
+        page: Annotated[int, Depends(needs_page)], city: Annotated[City, Depends(get_city)]
+    ) -> None: ...
+
+    response = client_for(router).post("/cities?page=x", json={"nam": 1})
+    assert response.status_code == 422
+    assert [e["loc"] for e in response.json()["detail"]] == [["query", "page"], ["body", "name"]]
+
+
+def test_dependency_skipped_for_an_invalid_body_is_not_called_but_the_others_are(
+    twin: Twin,
+) -> None:
+    EVENTS.clear()
+    router = router_for(twin)
+
+    @router.post("/cities")
+    async def create(
+        city: Annotated[City, Depends(recording)], page: Annotated[int, Depends(needs_page)]
+    ) -> None: ...
+
+    response = client_for(router).post("/cities?page=x", json={})
+    assert [e["loc"] for e in response.json()["detail"]] == [["query", "page"], ["body", "name"]]
+    assert EVENTS == []
+
+
+def plain_opened() -> Iterator[None]:
+    EVENTS.append("plain open")
+    yield
+    EVENTS.append("plain close")
+
+
+def test_dependencies_are_solved_and_torn_down_in_declaration_order(twin: Twin) -> None:
+    EVENTS.clear()
+    router = router_for(twin)
+
+    @router.post("/cities")
+    def create(
+        name: Annotated[str, Depends(opened)], _: Annotated[None, Depends(plain_opened)]
+    ) -> str:
+        EVENTS.append("endpoint")
+        return name
+
+    assert client_for(router).post("/cities", json={"name": "Oslo"}).json() == "Oslo"
+    assert EVENTS == ["open Oslo", "plain open", "endpoint", "plain close", "close"]
+
+
+async def city_with_suffix(city: City, suffix: str) -> str:
+    return city.name + suffix
+
+
+EXCLAIMED = functools.partial(city_with_suffix, suffix="!")
+
+
+def test_partial_of_an_async_dependency_is_awaited(twin: Twin) -> None:
+    router = router_for(twin)
+
+    @router.post("/cities")
+    async def create(name: Annotated[str, Depends(EXCLAIMED)]) -> str:
+        return name
+
+    assert client_for(router).post("/cities", json={"name": "Oslo"}).json() == "Oslo!"
+
+
+class Cities:
+    def name_of(self, city: City) -> str:
+        return city.name
+
+
+CITIES = Cities()
+
+
+def test_override_keyed_by_a_bound_method_replaces_it(twin: Twin) -> None:
+    router = router_for(twin)
+
+    @router.post("/cities")
+    async def create(name: Annotated[str, Depends(CITIES.name_of)]) -> str:
+        return name
+
+    app = FastAPI()
+    app.include_router(router)
+    app.dependency_overrides[CITIES.name_of] = lambda: "overridden"
+    assert TestClient(app).post("/cities", json={"name": "Oslo"}).json() == "overridden"
+
+
+def embedded_city(city: Annotated[City, Body(embed=True)]) -> str:
+    return city.name
+
+
+def also_embedded_city(city: Annotated[City, Body(embed=True)]) -> str:
+    return city.name
+
+
+def test_one_body_key_declared_alike_by_two_dependencies_is_shared(twin: Twin) -> None:
+    router = router_for(twin)
+
+    @router.post("/cities")
+    async def create(
+        a: Annotated[str, Depends(embedded_city)], b: Annotated[str, Depends(also_embedded_city)]
+    ) -> list[str]:
+        return [a, b]
+
+    response = client_for(router).post("/cities", json={"city": {"name": "Oslo"}})
+    assert response.json() == ["Oslo", "Oslo"]
+
+
+def test_bare_and_body_spellings_of_one_body_parameter_are_alike(twin: Twin) -> None:
+    router = router_for(twin)
+
+    @router.post("/cities")
+    async def create(city: Annotated[City, Body()], name: Annotated[str, Depends(get_city)]) -> str:
+        return city.name
+
+    assert client_for(router).post("/cities", json={"name": "Oslo"}).json() == "Oslo"

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import params
@@ -21,17 +22,36 @@ from starlette.requests import Request
 
 from ._models import ModelPlan, model_param
 from ._plan import find_body
-from ._shared import REACHED_KEY, SCOPE_KEY, RequestValidationError
+from ._shared import SCOPE_KEY, RequestValidationError
 from ._types import annotated_metadata, mentions_struct, resolved_parameters, strip_annotated
-from ._validation import request_invalid
+
+# What a provider hands over in place of a value the request path could not decode, and
+# what a stand-in given it returns instead of calling its dependency: FastAPI does not
+# call a dependency whose parameters are invalid, and goes on solving the others.
+UNDECODED: Any = type("Undecoded", (), {"__repr__": lambda self: "UNDECODED"})()
+# Set on the scope when a provider handed over UNDECODED: the endpoint wrapper then
+# raises the request path's 422 (with FastAPI's own errors, when FastAPI raises first).
+UNDECODED_KEY = "msgspec_fastapi.undecoded"
 
 
-class StandIn:
+def _undecoded_generator() -> Iterator[Any]:
+    yield UNDECODED
+
+
+async def _undecoded_async_generator() -> AsyncIterator[Any]:
+    yield UNDECODED
+
+
+def _skipped(values: dict[str, Any]) -> bool:
+    return any(value is UNDECODED for value in values.values())
+
+
+class _StandInBase:
     """A dependency as FastAPI sees it on a msgspec route.
 
     It hashes and compares equal to the callable it stands for, so that
     `dependency_overrides[original]` still finds it, and unwraps to it (`__wrapped__`),
-    so that FastAPI still tells a coroutine, a generator or a class for what it is.
+    so that FastAPI still tells a generator or a class for what it is.
     """
 
     def __init__(self, original: Callable[..., Any], signature: inspect.Signature) -> None:
@@ -40,36 +60,68 @@ class StandIn:
         for attribute in ("__module__", "__name__", "__qualname__", "__doc__"):
             if hasattr(original, attribute):
                 setattr(self, attribute, getattr(original, attribute))
-
-    def __call__(self, **values: Any) -> Any:
-        return self.__wrapped__(**values)
+        if inspect.isasyncgenfunction(_target(original)):
+            self._instead: Callable[[], Any] = _undecoded_async_generator
+        elif inspect.isgeneratorfunction(_target(original)):
+            self._instead = _undecoded_generator
+        else:
+            self._instead = lambda: UNDECODED
 
     def __hash__(self) -> int:
         return hash(self.__wrapped__)
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, StandIn):
-            return other.__wrapped__ is self.__wrapped__
-        return other is self.__wrapped__
+        if isinstance(other, _StandInBase):
+            other = other.__wrapped__
+        # `==`: each access to a bound method makes a new one, equal to the others.
+        return bool(other == self.__wrapped__)
 
     def __repr__(self) -> str:
-        return f"StandIn({self.__wrapped__!r})"
+        return f"{type(self).__name__}({self.__wrapped__!r})"
 
 
-def _refuse(scope: Any) -> RequestValidationError:
-    """The 422 of what the request path could not decode, raised as the endpoint's would be."""
-    _runtime, body, raw, _models, model_errors = scope[SCOPE_KEY]
-    scope[REACHED_KEY] = True
-    return request_invalid(model_errors, body, raw)
+class StandIn(_StandInBase):
+    """The stand-in of a function, generator, class or callable object."""
+
+    def __call__(self, **values: Any) -> Any:
+        return self._instead() if _skipped(values) else self.__wrapped__(**values)
+
+
+class AsyncStandIn(_StandInBase):
+    """The stand-in of a coroutine function: async itself, since FastAPI looks for an
+    async `__call__` where the callable it unwraps to is no function (a partial, say)."""
+
+    async def __call__(self, **values: Any) -> Any:
+        return UNDECODED if _skipped(values) else await self.__wrapped__(**values)
+
+
+def _target(call: Any) -> Any:
+    """What a call of `call` runs: through partials, and a callable object's `__call__`."""
+    while isinstance(call, partial):
+        call = call.func
+    if inspect.isroutine(call) or isinstance(call, type):
+        return call
+    return type(call).__call__
+
+
+def stand_in_for(original: Callable[..., Any], signature: inspect.Signature) -> _StandInBase:
+    if inspect.iscoroutinefunction(_target(original)):
+        return AsyncStandIn(original, signature)
+    return StandIn(original, signature)
+
+
+def _undecoded(scope: Any) -> Any:
+    scope[UNDECODED_KEY] = True
+    return UNDECODED
 
 
 def _body_provider(key: str | None) -> Callable[..., Any]:
     """The decoded body (`key` None), or one parameter of an embedded body."""
 
     async def provide_body(request: Request) -> Any:
-        _runtime, body, _raw, _models, model_errors = request.scope[SCOPE_KEY]
-        if model_errors or type(body) is RequestValidationError:
-            raise _refuse(request.scope)
+        body = request.scope[SCOPE_KEY][1]
+        if type(body) is RequestValidationError:
+            return _undecoded(request.scope)
         return body if key is None else body[key]
 
     return provide_body
@@ -79,10 +131,8 @@ def _model_provider(key: str) -> Callable[..., Any]:
     """One parameter model, as the request path gathered it."""
 
     async def provide_model(request: Request) -> Any:
-        _runtime, body, _raw, models, model_errors = request.scope[SCOPE_KEY]
-        if model_errors or type(body) is RequestValidationError:
-            raise _refuse(request.scope)
-        return models[key]
+        models = request.scope[SCOPE_KEY][3]
+        return models[key] if key in models else _undecoded(request.scope)
 
     return provide_model
 
@@ -101,8 +151,14 @@ def _callable_of(depends: params.Depends, parameter: inspect.Parameter | None) -
     return strip_annotated(parameter.annotation)
 
 
+def _keywords(parameters: list[inspect.Parameter]) -> inspect.Signature:
+    """The parameters, in their order (which is FastAPI's order of solving them), all
+    keyword-only (FastAPI passes keywords), so that defaults may come in any order."""
+    return inspect.Signature([p.replace(kind=p.KEYWORD_ONLY) for p in parameters])
+
+
 def _with_dependency(parameter: inspect.Parameter, call: Any) -> inspect.Parameter:
-    """`parameter` depending on `call`, keyword-only (FastAPI passes keywords).
+    """`parameter` depending on `call`.
 
     The `Depends` goes in the default: a stand-in equals the callable it stands for, so
     `Annotated` (which caches by equality) would hand back the old `Depends`.
@@ -113,7 +169,6 @@ def _with_dependency(parameter: inspect.Parameter, call: Any) -> inspect.Paramet
     metadata = [m for m in annotated_metadata(annotation) if not isinstance(m, params.Depends)]
     bare = strip_annotated(annotation)
     return parameter.replace(
-        kind=parameter.KEYWORD_ONLY,
         annotation=Annotated[(bare, *metadata)] if metadata else bare,
         default=dataclasses.replace(depends, dependency=call),
     )
@@ -129,7 +184,7 @@ class _Node:
     body: list[str]  # its parameters that are part of the body
     models: dict[str, str]  # its model parameters: name -> key among the route's models
     children: dict[str, _Node]  # its dependency parameters that lead to msgspec values
-    stand_in: StandIn | None = None
+    stand_in: _StandInBase | None = None
 
 
 class DependencyTree:
@@ -198,6 +253,11 @@ class DependencyTree:
                 node.children[parameter.name] = child
         if not takes_struct and not node.children:
             return None
+        if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):
+            raise TypeError(
+                f"{node.where}: *args and **kwargs are not supported on a dependency that "
+                "takes msgspec types, or depends on one that does"
+            )
         self._nodes[key] = node
         return node
 
@@ -220,11 +280,6 @@ class DependencyTree:
                     f"{node.where}, parameter {parameter.name!r}: a msgspec type in a "
                     "dependency must be its body or a query, header or cookie model"
                 )
-            if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-                raise TypeError(
-                    f"{node.where}: *args and **kwargs are not supported on a dependency "
-                    "that takes msgspec types"
-                )
 
     def stand_ins(
         self,
@@ -241,7 +296,7 @@ class DependencyTree:
                 providers[name] = _body_provider(name if embedded else None)
             return providers[name]
 
-        def stand_in(node: _Node) -> StandIn:
+        def stand_in(node: _Node) -> _StandInBase:
             if node.stand_in is not None:
                 return node.stand_in
             exposed = []
@@ -255,12 +310,8 @@ class DependencyTree:
                     parameter = parameter.replace(annotation=Any, default=params.Depends(provider))
                 elif parameter.name in node.children:
                     parameter = _with_dependency(parameter, stand_in(node.children[parameter.name]))
-                if parameter.kind in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
-                    # FastAPI passes keywords; keyword-only lifts the order of defaults.
-                    parameter = parameter.replace(kind=parameter.KEYWORD_ONLY)
                 exposed.append(parameter)
-            exposed.sort(key=lambda p: p.kind)
-            node.stand_in = StandIn(node.call, inspect.Signature(exposed))
+            node.stand_in = stand_in_for(node.call, _keywords(exposed))
             return node.stand_in
 
         dependencies = []
@@ -275,7 +326,7 @@ class DependencyTree:
             if node is not None:
                 parameter = _with_dependency(parameter, stand_in(node))
             parameters.append(parameter)
-        return dependencies, sorted(parameters, key=lambda p: p.kind)
+        return dependencies, list(_keywords(parameters).parameters.values())
 
     def _node_of(self, depends: Any, parameter: inspect.Parameter | None) -> _Node | None:
         if not isinstance(depends, params.Depends):

@@ -560,6 +560,11 @@ def _shared_body(
 ) -> list[inspect.Parameter]:
     """The body parameters of the endpoint and its dependencies, one per name, as FastAPI
     shares a body field between all that name it."""
+
+    def declared(where: str, parameter: inspect.Parameter) -> tuple[Any, ...]:
+        part = _body_part(where.removesuffix("()"), parameter)
+        return (part.body_type, part.default, part.key, part.embed, part.media_type)
+
     first = {p.name: (f"{endpoint_name}()", p) for p in own}
     found = list(own)
     for where, parameter in dependencies:
@@ -568,8 +573,7 @@ def _shared_body(
             found.append(parameter)
             continue
         first_where, first_parameter = first[parameter.name]
-        declared = (first_parameter.annotation, first_parameter.default)
-        if declared != (parameter.annotation, parameter.default):
+        if declared(first_where, first_parameter) != declared(where, parameter):
             raise TypeError(
                 f"{where}, body parameter {parameter.name!r}: declared otherwise by "
                 f"{first_where}; parameters that share a body key must be declared alike"

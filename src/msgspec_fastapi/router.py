@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from . import _compat, _impl
-from ._depends import DependencyTree, refuse_inclusion_dependencies
+from ._depends import UNDECODED_KEY, DependencyTree, refuse_inclusion_dependencies
 from ._openapi import merge_components, route_openapi
 from ._params import direct_param_specs, prepare_dependant
 from ._plan import (
@@ -121,6 +121,9 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
         sub_response = values.pop(response_name) if pop_response else values[response_name]
         runtime, body, raw, models, model_errors = request.scope[SCOPE_KEY]
         request.scope[REACHED_KEY] = True
+        if UNDECODED_KEY in request.scope:
+            # A dependency was handed what the request path could not decode.
+            raise request_invalid(model_errors, body, raw)
         if model_names:
             if model_errors:
                 raise request_invalid(model_errors, body, raw)
