@@ -687,3 +687,40 @@ def test_form_model_beside_fastapis_own_form_parameter_is_refused_naming_the_end
             """Refused."""
 
     assert router.routes == []
+
+
+def login_form_dependency(data: Annotated[Login, Form()]) -> str:
+    return data.username
+
+
+def test_form_model_in_a_dependency_is_refused_naming_the_dependency() -> None:
+    router = MsgspecRouter()
+
+    with pytest.raises(TypeError, match=r"login_form_dependency\(\), parameter 'data'"):
+
+        @router.post("/login")
+        async def login(name: Annotated[str, Depends(login_form_dependency)]) -> None:
+            """Refused."""
+
+
+def paging_dependency(paging: Annotated[Paging, Query()]) -> int:
+    return paging.page
+
+
+def test_form_model_beside_a_dependency_taking_a_query_model(twin: Twin) -> None:
+    router = MsgspecRouter(route_class=twin.route_class)
+
+    @router.post("/login")
+    async def login(
+        data: Annotated[Login, Form()], page: Annotated[int, Depends(paging_dependency)]
+    ) -> dict[str, Any]:
+        return {"name": data.username, "page": page}
+
+    client = client_for(router)
+
+    assert client.post("/login?page=2", data={"username": "ada"}).json() == {
+        "name": "ada",
+        "page": 2,
+    }
+    failed = client.post("/login?page=x", data={})
+    assert [e["loc"] for e in failed.json()["detail"]] == [["query", "page"], ["body", "username"]]

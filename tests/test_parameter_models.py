@@ -286,47 +286,6 @@ def test_model_field_of_a_nested_struct_is_refused_naming_the_parameter(
         async def items(f: Annotated[Nested, Query()]) -> None: ...
 
 
-class City(msgspec.Struct):
-    name: str
-
-
-def city_dependency(city: City) -> str:
-    return city.name
-
-
-def outer_dependency(name: Annotated[str, Depends(city_dependency)]) -> str:
-    return name
-
-
-def filter_dependency(f: Annotated[Filter, Query()]) -> int:
-    return f.limit
-
-
-@pytest.mark.parametrize(
-    ("dependency", "names"),
-    [
-        (city_dependency, "city_dependency.*'city'"),
-        (outer_dependency, "city_dependency.*'city'"),
-        (filter_dependency, "filter_dependency.*'f'"),
-    ],
-    ids=["body", "nested body", "query model"],
-)
-def test_struct_in_a_dependency_is_refused_naming_endpoint_dependency_and_parameter(
-    router: MsgspecRouter, dependency: Any, names: str
-) -> None:
-    with pytest.raises(TypeError, match=rf"items\(\): dependency {names}"):
-
-        @router.get("/items")
-        async def items(value: Any = Depends(dependency)) -> None: ...
-
-
-def test_struct_in_a_route_dependencies_list_is_refused_naming_it(router: MsgspecRouter) -> None:
-    with pytest.raises(TypeError, match="city_dependency"):
-
-        @router.get("/items", dependencies=[Depends(city_dependency)])
-        async def items() -> None: ...
-
-
 def page(limit: int = 10) -> int:
     return limit
 

@@ -262,17 +262,18 @@ def route_openapi(
         schema = {"schema": _schema(form.model, components)}
         extra["requestBody"] = {"required": True, "content": {media_type: schema}}
     if spec.models:
-        parameters = [
-            {
+        # One entry per key, as FastAPI lists a parameter that several dependencies read.
+        parameters = {
+            (model.where, field.key): {
                 "name": field.key,
                 "in": model.where,
                 "required": field.required,
                 "schema": _schema(field.annotation, components),
             }
-            for model in spec.models
-            for field in model.fields
-        ]
-        extra["parameters"] = [*extra.get("parameters", []), *parameters]
+            for model in reversed(spec.models)
+            for field in reversed(model.fields)
+        }
+        extra["parameters"] = [*extra.get("parameters", []), *reversed(parameters.values())]
     if body is not None or spec.models or form is not None:
         responses.setdefault(
             422,

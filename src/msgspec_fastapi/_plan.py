@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from copy import deepcopy
 from dataclasses import dataclass, replace
 from hashlib import sha256
@@ -57,6 +57,7 @@ from ._types import (
     mentions_pydantic,
     mentions_struct,
     optional_inner,
+    resolved_parameters,
     stream_item_type,
     strip_annotated,
 )
@@ -130,8 +131,13 @@ class EndpointSpec:
     injected_request: bool
     injected_response: bool
     msgpack: bool = False
-    models: tuple[ModelPlan, ...] = ()  # query, header and cookie models
-    form: ModelPlan | None = None  # a form model
+    # Query, header and cookie models: the endpoint's, then its dependencies'.
+    models: tuple[ModelPlan, ...] = ()
+    # What the endpoint itself takes of the body and the models (the rest is for its
+    # dependencies): body parameter names, and model names (ModelPlan.name).
+    endpoint_body: tuple[str, ...] = ()
+    endpoint_models: tuple[str, ...] = ()
+    form: ModelPlan | None = None  # a form model (the endpoint's own)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,7 +186,7 @@ def _param_metadata(parameter: inspect.Parameter) -> list[Any]:
     return [*annotated_metadata(parameter.annotation), parameter.default]
 
 
-def _find_body(endpoint_name: str, parameters: list[inspect.Parameter]) -> list[inspect.Parameter]:
+def find_body(endpoint_name: str, parameters: list[inspect.Parameter]) -> list[inspect.Parameter]:
     """The parameters that make up a msgspec body, in signature order."""
     found = []
     for parameter in parameters:
@@ -462,58 +468,6 @@ def _free_name(base: str, taken: set[str]) -> str:
     return base
 
 
-def _dependency_of(metadata: list[Any], annotation: Any) -> Any:
-    depends = next((m for m in metadata if isinstance(m, params.Depends)), None)
-    if depends is None:
-        return None
-    # `Depends()` without a callable depends on the annotated class itself.
-    return depends.dependency if depends.dependency is not None else strip_annotated(annotation)
-
-
-def check_dependencies(endpoint: Callable[..., Any], extra: list[Any]) -> None:
-    """Refuse msgspec types in the parameters of the endpoint's dependencies, at any depth,
-    with a TypeError naming the endpoint, the dependency and the parameter.
-
-    Only the endpoint's own parameters are read by the request path; FastAPI would fail
-    on such a dependency with its Pydantic message ("Invalid args for response field").
-    `extra` holds the `Depends` of the route's and the router's `dependencies=`.
-    """
-    name = getattr(endpoint, "__name__", type(endpoint).__name__)
-    seen: set[int] = set()
-
-    def visit(call: Any) -> None:
-        if call is None or id(call) in seen:
-            return
-        seen.add(id(call))
-        try:
-            signature = inspect.signature(call)
-            hints = endpoint_hints(call) if not isinstance(call, type) else {}
-        except (TypeError, ValueError, NameError):
-            return  # FastAPI reports what it cannot read
-        for parameter in signature.parameters.values():
-            annotation = hints.get(parameter.name, parameter.annotation)
-            metadata = [*annotated_metadata(annotation), parameter.default]
-            inner = _dependency_of(metadata, annotation)
-            if inner is not None:
-                visit(inner)
-            elif mentions_struct(annotation):
-                dependency = getattr(call, "__name__", type(call).__name__)
-                raise TypeError(
-                    f"{name}(): dependency {dependency}(), parameter {parameter.name!r}: "
-                    "msgspec types are supported as the endpoint's own body and "
-                    "parameters, not yet in dependencies"
-                )
-
-    for depends in extra:
-        if isinstance(depends, params.Depends):
-            visit(depends.dependency)
-    signature = inspect.signature(endpoint)
-    hints = endpoint_hints(endpoint)
-    for parameter in signature.parameters.values():
-        annotation = hints.get(parameter.name, parameter.annotation)
-        visit(_dependency_of([*annotated_metadata(annotation), parameter.default], annotation))
-
-
 def analyze_endpoint(
     endpoint: Callable[..., Any],
     options: dict[str, Any],
@@ -521,6 +475,8 @@ def analyze_endpoint(
     msgpack: bool = False,
     sse: bool = False,
     media_type: str = "application/json",
+    dependency_body: Sequence[tuple[str, inspect.Parameter]] = (),
+    dependency_models: Sequence[ModelPlan] = (),
 ) -> tuple[EndpointSpec | None, inspect.Signature]:
     """The spec of an endpoint, or None when FastAPI should handle the route alone.
 
@@ -529,20 +485,22 @@ def analyze_endpoint(
     response class is an EventSourceResponse); its responses stay JSON. JSON responses
     are labelled `media_type` (that of the route's MsgspecJSONResponse subclass).
 
+    `dependency_body` and `dependency_models` are what the endpoint's dependencies take
+    (`_depends.DependencyTree`): the body parameters, each with the dependency it is from,
+    join the endpoint's by name, and the models follow the endpoint's.
+
     Also returns the signature FastAPI should see: without the body parameter, with a
     Request and a Response parameter the wrapper reads, and no return annotation when
     the response is ours.
     """
     name = getattr(endpoint, "__name__", type(endpoint).__name__)
     signature = inspect.signature(endpoint)
-    hints = endpoint_hints(endpoint)
-    parameters = [
-        p.replace(annotation=hints.get(p.name, p.annotation)) for p in signature.parameters.values()
-    ]
-    return_type = hints.get("return", signature.return_annotation)
+    parameters = resolved_parameters(endpoint)
+    return_type = endpoint_hints(endpoint).get("return", signature.return_annotation)
     if return_type is type(None):
         return_type = None  # `-> None` declares no response model, as in FastAPI
-    body_parameters = _find_body(name, parameters)
+    own_body = find_body(name, parameters)
+    body_parameters = _shared_body(name, own_body, dependency_body)
     body = _body_plan(name, body_parameters, msgpack) if body_parameters else None
     models = []
     forms = []
@@ -556,7 +514,7 @@ def analyze_endpoint(
     form = _form_of(name, forms, body_parameters)
     if is_generator_endpoint(endpoint):
         output = _stream_plan(name, return_type, options, sse) if untyped_allowed or sse else None
-        if output is None and (body is not None or models or form is not None):
+        if output is None and (body is not None or models or dependency_models or form):
             raise TypeError(
                 f"{name}(): a generator endpoint with a msgspec body or parameter model "
                 "streams msgspec items only, as JSON Lines (the default response class) or "
@@ -566,12 +524,12 @@ def analyze_endpoint(
         output = _output_plan(name, return_type, options, untyped_allowed, msgpack)
         if output is not None and media_type != "application/json":
             output = replace(output, content_type=(b"content-type", media_type.encode("latin-1")))
-    if body is None and output is None and not models and form is None:
+    if body is None and output is None and not models and not dependency_models and not form:
         return None, signature
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):
         raise TypeError(f"{name}(): *args and **kwargs are not supported on msgspec routes")
 
-    taken_out = [*body_parameters, *(parameter for parameter, _ in [*models, *forms])]
+    taken_out = [*own_body, *(parameter for parameter, _ in [*models, *forms])]
     remaining = [p for p in parameters if p not in taken_out]
     taken = {p.name for p in parameters}
 
@@ -601,7 +559,9 @@ def analyze_endpoint(
         injected_request=injected_request,
         injected_response=injected_response,
         msgpack=msgpack,
-        models=tuple(plan for _, plan in models),
+        models=(*(plan for _, plan in models), *dependency_models),
+        endpoint_body=tuple(p.name for p in own_body),
+        endpoint_models=tuple(plan.name for _, plan in [*models, *forms]),
         form=form,
     )
     return spec, exposed
@@ -624,3 +584,31 @@ def _form_of(
             f"parameter {body_parameters[0].name!r}"
         )
     return forms[0][1]
+
+
+def _shared_body(
+    endpoint_name: str,
+    own: list[inspect.Parameter],
+    dependencies: Sequence[tuple[str, inspect.Parameter]],
+) -> list[inspect.Parameter]:
+    """The body parameters of the endpoint and its dependencies, one per name, as FastAPI
+    shares a body field between all that name it."""
+
+    def declared(where: str, parameter: inspect.Parameter) -> tuple[Any, ...]:
+        part = _body_part(where.removesuffix("()"), parameter)
+        return (part.body_type, part.default, part.key, part.embed, part.media_type)
+
+    first = {p.name: (f"{endpoint_name}()", p) for p in own}
+    found = list(own)
+    for where, parameter in dependencies:
+        if parameter.name not in first:
+            first[parameter.name] = (where, parameter)
+            found.append(parameter)
+            continue
+        first_where, first_parameter = first[parameter.name]
+        if declared(first_where, first_parameter) != declared(where, parameter):
+            raise TypeError(
+                f"{where}, body parameter {parameter.name!r}: declared otherwise by "
+                f"{first_where}; parameters that share a body key must be declared alike"
+            )
+    return found

@@ -110,6 +110,19 @@ def endpoint_hints(endpoint: Callable[..., Any]) -> dict[str, Any]:
     return get_type_hints(target, include_extras=True)
 
 
+def resolved_parameters(call: Callable[..., Any]) -> list[inspect.Parameter]:
+    """The parameters of an endpoint or a dependency (a class: its `__init__`'s), with
+    their annotations resolved."""
+    signature = inspect.signature(call)
+    if isinstance(call, type):
+        hints = get_type_hints(call.__init__, include_extras=True)  # type: ignore[misc]
+    else:
+        hints = endpoint_hints(call)
+    return [
+        p.replace(annotation=hints.get(p.name, p.annotation)) for p in signature.parameters.values()
+    ]
+
+
 def is_coroutine_endpoint(endpoint: Callable[..., Any]) -> bool:
     """Whether calling `endpoint` returns a coroutine, through partials.
 

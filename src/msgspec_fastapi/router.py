@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from . import _compat, _impl
+from ._depends import UNDECODED_KEY, DependencyTree, refuse_inclusion_dependencies
 from ._openapi import merge_components, route_openapi
 from ._params import direct_param_specs, prepare_dependant
 from ._plan import (
@@ -32,12 +33,13 @@ from ._plan import (
     EndpointSpec,
     RoutePlan,
     analyze_endpoint,
-    check_dependencies,
     literal_path,
 )
 from ._shared import (
     DIRECT_ATTR,
     MATCHER_ATTR,
+    REACHED_KEY,
+    SCOPE_KEY,
     STREAM_NONE,
     ClientDisconnect,
     NoResponse,
@@ -46,11 +48,6 @@ from ._shared import (
 from ._validation import request_invalid
 from .responses import MsgspecJSONResponse
 
-# Where the delegated tier leaves (runtime, decoded body, raw body, parameter models, their
-# errors) for the endpoint wrapper.
-_SCOPE_KEY = "msgspec_fastapi"
-# Set once the endpoint wrapper runs: a validation error raised before it is FastAPI's own.
-_REACHED_KEY = "msgspec_fastapi.reached"
 _SPEC_ATTR = "__msgspec_spec__"
 
 # Before FastAPI 0.164 the router carries `max_body_size` itself: from a route decorator
@@ -108,9 +105,10 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
     """The endpoint FastAPI sees on the delegated tier."""
     endpoint = spec.endpoint
     is_coroutine = spec.is_coroutine
-    has_body = spec.body is not None
+    # The endpoint's own part of the body and the models; its dependencies take the rest.
+    body_names = spec.endpoint_body
     embedded = spec.body is not None and spec.body.embedded
-    body_name = spec.body.names[0] if spec.body is not None else ""
+    model_names = spec.endpoint_models
     request_name, response_name = spec.request_name, spec.response_name
     pop_request, pop_response = spec.injected_request, spec.injected_response
     handles_output = spec.output is not None
@@ -121,18 +119,24 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
     async def wrapper(**values: Any) -> Any:
         request = values.pop(request_name) if pop_request else values[request_name]
         sub_response = values.pop(response_name) if pop_response else values[response_name]
-        runtime, body, raw, models, model_errors = request.scope[_SCOPE_KEY]
-        request.scope[_REACHED_KEY] = True
-        if model_errors:
+        runtime, body, raw, models, model_errors = request.scope[SCOPE_KEY]
+        request.scope[REACHED_KEY] = True
+        if UNDECODED_KEY in request.scope:
+            # A dependency was handed what the request path could not decode.
             raise request_invalid(model_errors, body, raw)
-        values.update(models)
-        if has_body:
+        if model_names:
+            if model_errors:
+                raise request_invalid(model_errors, body, raw)
+            for name in model_names:
+                values[name] = models[name]
+        if body_names:
             if type(body) is RequestValidationError:
                 raise body
             if embedded:
-                values.update(body)
+                for name in body_names:
+                    values[name] = body[name]
             else:
-                values[body_name] = body
+                values[body_names[0]] = body
         if streams:
             result = endpoint(**values)
         elif is_coroutine:
@@ -260,11 +264,11 @@ class MsgspecRoute(APIRoute):
                     return NoResponse()
                 models, model_errors = gather_models(request.scope)
                 runtime.extract_form(form, models, model_errors)
-                request.scope[_SCOPE_KEY] = (runtime, None, None, models, model_errors)
+                request.scope[SCOPE_KEY] = (runtime, None, None, models, model_errors)
                 try:
                     return await handler(request)
                 except RequestValidationError as exc:
-                    if request.scope.get(_REACHED_KEY) or not model_errors:
+                    if request.scope.get(REACHED_KEY) or not model_errors:
                         raise
                     raise request_invalid([*exc.errors(), *model_errors], None, None) from None
 
@@ -276,11 +280,11 @@ class MsgspecRoute(APIRoute):
                 if plan.max_body_size >= 0:
                     runtime.check_declared_length(request.scope["headers"])
                 models, model_errors = gather_models(request.scope)
-                request.scope[_SCOPE_KEY] = (runtime, None, None, models, model_errors)
+                request.scope[SCOPE_KEY] = (runtime, None, None, models, model_errors)
                 try:
                     return await handler(request)
                 except RequestValidationError as exc:
-                    if request.scope.get(_REACHED_KEY) or not model_errors:
+                    if request.scope.get(REACHED_KEY) or not model_errors:
                         raise
                     raise request_invalid([*exc.errors(), *model_errors], None, None) from None
 
@@ -300,11 +304,11 @@ class MsgspecRoute(APIRoute):
             # 415 and 400 are sent here, before any dependency runs.
             body = runtime.parse_body(request.scope, raw)
             models, model_errors = gather_models(request.scope)
-            request.scope[_SCOPE_KEY] = (runtime, body, raw, models, model_errors)
+            request.scope[SCOPE_KEY] = (runtime, body, raw, models, model_errors)
             try:
                 return await handler(request)
             except RequestValidationError as exc:
-                if request.scope.get(_REACHED_KEY):
+                if request.scope.get(REACHED_KEY):
                     raise
                 # FastAPI's parameter errors, raised before the endpoint ran: the models'
                 # and the body's errors follow them, with the received body, as in FastAPI.
@@ -368,6 +372,7 @@ class MsgspecRouter(APIRouter):
     handle = _impl.twin.router_handle  # type: ignore[assignment]
 
     def include_router(self, router: APIRouter, *args: Any, **kwargs: Any) -> None:
+        refuse_inclusion_dependencies([*self.dependencies, *(kwargs.get("dependencies") or ())])
         if isinstance(router, MsgspecRouter):
             merge_components(self.msgspec_components, router.msgspec_components)
         super().include_router(router, *args, **kwargs)
@@ -409,8 +414,11 @@ class MsgspecRouter(APIRouter):
         msgpack: bool,
         kwargs: dict[str, Any],
     ) -> None:
+        dependencies = [*self.dependencies, *(kwargs.get("dependencies") or ())]
         if getattr(endpoint, _SPEC_ATTR, None) is not None:
-            # Already analysed: a route copied from another MsgspecRouter.
+            # Already analysed: a route copied from another MsgspecRouter, whose own
+            # dependencies already stand in for what takes msgspec types.
+            refuse_inclusion_dependencies(dependencies)
             super().add_api_route(path, endpoint, **kwargs)
             return
         response_class = kwargs.get("response_class")
@@ -424,7 +432,7 @@ class MsgspecRouter(APIRouter):
         if media_type.startswith("text/") and "charset=" not in media_type.lower():
             # Starlette's rule for the header of a text response.
             content_type += f"; charset={getattr(response_class, 'charset', 'utf-8')}"
-        check_dependencies(endpoint, [*self.dependencies, *(kwargs.get("dependencies") or ())])
+        tree = DependencyTree.read(endpoint, dependencies)
         spec, exposed = analyze_endpoint(
             endpoint,
             kwargs,
@@ -432,7 +440,20 @@ class MsgspecRouter(APIRouter):
             msgpack,
             sse,
             content_type if untyped_allowed else "application/json",
+            tree.body,
+            tree.models,
         )
+        router_dependencies = self.dependencies
+        if spec is not None and not tree.empty:
+            embedded = spec.body is not None and spec.body.embedded
+            dependencies, parameters = tree.stand_ins(
+                embedded, dependencies, list(exposed.parameters.values())
+            )
+            exposed = exposed.replace(parameters=parameters)
+            # The router's own dependencies may need stand-ins too: the route gets them
+            # all, and FastAPI must not add the router's again.
+            kwargs["dependencies"] = dependencies
+            router_dependencies = []
         if spec is not None and spec.output is not None and not untyped_allowed:
             media_type = "application/json"
         if self.responses:
@@ -449,6 +470,7 @@ class MsgspecRouter(APIRouter):
         merged = dict(self.msgspec_components)
         merge_components(merged, components)
         count = len(self.routes)
+        own_dependencies, self.dependencies = self.dependencies, router_dependencies
         try:
             if spec is None:
                 super().add_api_route(path, endpoint, **kwargs)
@@ -457,6 +479,8 @@ class MsgspecRouter(APIRouter):
         except Exception:
             del self.routes[count:]
             raise
+        finally:
+            self.dependencies = own_dependencies
         self.msgspec_components = merged
 
     api_route = _accepting_route_options(APIRouter.api_route)

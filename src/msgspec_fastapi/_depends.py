@@ -1,0 +1,351 @@
+"""msgspec types in dependencies: a body parameter or a parameter model of a dependency,
+at any depth of a route's dependency tree.
+
+FastAPI cannot read such a dependency (it asks Pydantic for a field), so registration
+reads the tree first (`DependencyTree`) and hands FastAPI, for each dependency that takes
+a msgspec value or depends on one that does, a `StandIn`: the same callable behind a
+signature where each msgspec parameter is itself a dependency on a provider, which passes
+on what the request path decoded. Body parameters join the route's body, decoded once and
+shared by name as FastAPI shares them; parameter models join the route's models.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from functools import partial
+from typing import Annotated, Any
+
+from fastapi import params
+from starlette.requests import Request
+
+from ._models import ModelPlan, model_param
+from ._plan import find_body
+from ._shared import SCOPE_KEY, RequestValidationError
+from ._types import annotated_metadata, mentions_struct, resolved_parameters, strip_annotated
+
+# What a provider hands over in place of a value the request path could not decode, and
+# what a stand-in given it returns instead of calling its dependency: FastAPI does not
+# call a dependency whose parameters are invalid, and goes on solving the others.
+UNDECODED: Any = type("Undecoded", (), {"__repr__": lambda self: "UNDECODED"})()
+# Set on the scope when a provider handed over UNDECODED: the endpoint wrapper then
+# raises the request path's 422 (with FastAPI's own errors, when FastAPI raises first).
+UNDECODED_KEY = "msgspec_fastapi.undecoded"
+
+
+def _undecoded_generator() -> Iterator[Any]:
+    yield UNDECODED
+
+
+async def _undecoded_async_generator() -> AsyncIterator[Any]:
+    yield UNDECODED
+
+
+def _skipped(values: dict[str, Any]) -> bool:
+    return any(value is UNDECODED for value in values.values())
+
+
+class _StandInBase:
+    """A dependency as FastAPI sees it on a msgspec route.
+
+    It hashes and compares equal to the callable it stands for, so that
+    `dependency_overrides[original]` still finds it, and unwraps to it (`__wrapped__`),
+    so that FastAPI still tells a generator or a class for what it is.
+    """
+
+    def __init__(self, original: Callable[..., Any], signature: inspect.Signature) -> None:
+        self.__wrapped__ = original
+        self.__signature__ = signature
+        for attribute in ("__module__", "__name__", "__qualname__", "__doc__"):
+            if hasattr(original, attribute):
+                setattr(self, attribute, getattr(original, attribute))
+        if inspect.isasyncgenfunction(_target(original)):
+            self._instead: Callable[[], Any] = _undecoded_async_generator
+        elif inspect.isgeneratorfunction(_target(original)):
+            self._instead = _undecoded_generator
+        else:
+            self._instead = lambda: UNDECODED
+
+    def __hash__(self) -> int:
+        return hash(self.__wrapped__)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _StandInBase):
+            other = other.__wrapped__
+        # `==`: each access to a bound method makes a new one, equal to the others.
+        return bool(other == self.__wrapped__)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.__wrapped__!r})"
+
+
+class StandIn(_StandInBase):
+    """The stand-in of a function, generator, class or callable object."""
+
+    def __call__(self, **values: Any) -> Any:
+        return self._instead() if _skipped(values) else self.__wrapped__(**values)
+
+
+class AsyncStandIn(_StandInBase):
+    """The stand-in of a coroutine function: async itself, since FastAPI looks for an
+    async `__call__` where the callable it unwraps to is no function (a partial, say)."""
+
+    async def __call__(self, **values: Any) -> Any:
+        return UNDECODED if _skipped(values) else await self.__wrapped__(**values)
+
+
+def _target(call: Any) -> Any:
+    """What a call of `call` runs: through partials, and a callable object's `__call__`."""
+    while isinstance(call, partial):
+        call = call.func
+    if inspect.isroutine(call) or isinstance(call, type):
+        return call
+    return type(call).__call__
+
+
+def stand_in_for(original: Callable[..., Any], signature: inspect.Signature) -> _StandInBase:
+    if inspect.iscoroutinefunction(_target(original)):
+        return AsyncStandIn(original, signature)
+    return StandIn(original, signature)
+
+
+def _undecoded(scope: Any) -> Any:
+    scope[UNDECODED_KEY] = True
+    return UNDECODED
+
+
+def _body_provider(key: str | None) -> Callable[..., Any]:
+    """The decoded body (`key` None), or one parameter of an embedded body."""
+
+    async def provide_body(request: Request) -> Any:
+        body = request.scope[SCOPE_KEY][1]
+        if type(body) is RequestValidationError:
+            return _undecoded(request.scope)
+        return body if key is None else body[key]
+
+    return provide_body
+
+
+def _model_provider(key: str) -> Callable[..., Any]:
+    """One parameter model, as the request path gathered it."""
+
+    async def provide_model(request: Request) -> Any:
+        models = request.scope[SCOPE_KEY][3]
+        return models[key] if key in models else _undecoded(request.scope)
+
+    return provide_model
+
+
+def _depends_in(parameter: inspect.Parameter) -> params.Depends | None:
+    found = [m for m in annotated_metadata(parameter.annotation) if isinstance(m, params.Depends)]
+    if isinstance(parameter.default, params.Depends):
+        found.append(parameter.default)
+    return found[-1] if found else None
+
+
+def _callable_of(depends: params.Depends, parameter: inspect.Parameter | None) -> Any:
+    if depends.dependency is not None or parameter is None:
+        return depends.dependency
+    # `Depends()` without a callable depends on the annotated class itself.
+    return strip_annotated(parameter.annotation)
+
+
+def _keywords(parameters: list[inspect.Parameter]) -> inspect.Signature:
+    """The parameters, in their order (which is FastAPI's order of solving them), all
+    keyword-only (FastAPI passes keywords), so that defaults may come in any order."""
+    return inspect.Signature([p.replace(kind=p.KEYWORD_ONLY) for p in parameters])
+
+
+def _with_dependency(parameter: inspect.Parameter, call: Any) -> inspect.Parameter:
+    """`parameter` depending on `call`.
+
+    The `Depends` goes in the default: a stand-in equals the callable it stands for, so
+    `Annotated` (which caches by equality) would hand back the old `Depends`.
+    """
+    depends = _depends_in(parameter)
+    assert depends is not None
+    annotation = parameter.annotation
+    metadata = [m for m in annotated_metadata(annotation) if not isinstance(m, params.Depends)]
+    bare = strip_annotated(annotation)
+    return parameter.replace(
+        annotation=Annotated[(bare, *metadata)] if metadata else bare,
+        default=dataclasses.replace(depends, dependency=call),
+    )
+
+
+@dataclasses.dataclass(slots=True)
+class _Node:
+    """A dependency that takes msgspec values, itself or through its own dependencies."""
+
+    call: Any
+    where: str  # "endpoint(): dependency name()"
+    parameters: list[inspect.Parameter]
+    body: list[str]  # its parameters that are part of the body
+    models: dict[str, str]  # its model parameters: name -> key among the route's models
+    children: dict[str, _Node]  # its dependency parameters that lead to msgspec values
+    stand_in: _StandInBase | None = None
+
+
+class DependencyTree:
+    """The dependencies of one route, as the msgspec request path needs them.
+
+    `read` walks them once, refusing what cannot be supported with a TypeError naming the
+    endpoint, the dependency and the parameter. `body` and `models` are then what the
+    route's request path must decode for them, and `stand_ins` makes what FastAPI sees.
+    """
+
+    def __init__(self, endpoint_name: str) -> None:
+        self._endpoint_name = endpoint_name
+        self._nodes: dict[int, _Node | None] = {}
+        # The body parameters, each with the dependency it is from.
+        self.body: list[tuple[str, inspect.Parameter]] = []
+        self.models: list[ModelPlan] = []
+
+    @classmethod
+    def read(
+        cls, endpoint: Callable[..., Any], route_dependencies: Sequence[Any]
+    ) -> DependencyTree:
+        """The tree of `endpoint` on a route with these `dependencies=` (the router's too)."""
+        name = getattr(endpoint, "__name__", type(endpoint).__name__)
+        tree = cls(name)
+        # FastAPI solves the route's `dependencies=` before the endpoint's parameters.
+        tree._read_list(route_dependencies)
+        for parameter in resolved_parameters(endpoint):
+            depends = _depends_in(parameter)
+            if depends is not None:
+                tree._visit(_callable_of(depends, parameter))
+        return tree
+
+    @property
+    def empty(self) -> bool:
+        return not any(self._nodes.values())
+
+    def _read_list(self, dependencies: Sequence[Any]) -> None:
+        for depends in dependencies:
+            if isinstance(depends, params.Depends):
+                self._visit(_callable_of(depends, None))
+
+    def _visit(self, call: Any) -> _Node | None:
+        if call is None:
+            return None
+        key = id(call)
+        if key in self._nodes:
+            return self._nodes[key]
+        self._nodes[key] = None  # also ends a cycle, which FastAPI reports itself
+        try:
+            parameters = resolved_parameters(call)
+        except (TypeError, ValueError, NameError):
+            return None  # FastAPI reports what it cannot read
+        dependency = getattr(call, "__name__", type(call).__name__)
+        where = f"{self._endpoint_name}(): dependency {dependency}"
+        node = _Node(call, f"{where}()", parameters, [], {}, {})
+        takes_struct = any(
+            _depends_in(p) is None and mentions_struct(p.annotation) for p in parameters
+        )
+        if takes_struct:
+            # Its own before its dependencies': FastAPI's order of body fields.
+            self._read_parameters(node, where)
+        for parameter in parameters:
+            depends = _depends_in(parameter)
+            child = None if depends is None else self._visit(_callable_of(depends, parameter))
+            if child is not None:
+                node.children[parameter.name] = child
+        if not takes_struct and not node.children:
+            return None
+        if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):
+            raise TypeError(
+                f"{node.where}: *args and **kwargs are not supported on a dependency that "
+                "takes msgspec types, or depends on one that does"
+            )
+        self._nodes[key] = node
+        return node
+
+    def _read_parameters(self, node: _Node, where: str) -> None:
+        for parameter in find_body(where, node.parameters):
+            node.body.append(parameter.name)
+            self.body.append((node.where, parameter))
+        for parameter in node.parameters:
+            plan = model_param(where, parameter)
+            if plan is not None:
+                key = f"{node.where} {parameter.name}"
+                node.models[parameter.name] = key
+                self.models.append(dataclasses.replace(plan, name=key))
+        for parameter in node.parameters:
+            taken = parameter.name in node.body or parameter.name in node.models
+            if taken or _depends_in(parameter) is not None:
+                continue
+            if mentions_struct(parameter.annotation):
+                raise TypeError(
+                    f"{node.where}, parameter {parameter.name!r}: a msgspec type in a "
+                    "dependency must be its body or a query, header or cookie model"
+                )
+
+    def stand_ins(
+        self,
+        embedded: bool,
+        route_dependencies: Sequence[Any],
+        endpoint_parameters: Sequence[inspect.Parameter],
+    ) -> tuple[list[Any], list[inspect.Parameter]]:
+        """The route's `dependencies=` and the endpoint's parameters as FastAPI should see
+        them: every `Depends` that leads to msgspec values points at a stand-in."""
+        providers: dict[str, Callable[..., Any]] = {}
+
+        def body_provider(name: str) -> Callable[..., Any]:
+            if name not in providers:
+                providers[name] = _body_provider(name if embedded else None)
+            return providers[name]
+
+        def stand_in(node: _Node) -> _StandInBase:
+            if node.stand_in is not None:
+                return node.stand_in
+            exposed = []
+            for parameter in node.parameters:
+                provider = None
+                if parameter.name in node.body:
+                    provider = body_provider(parameter.name)
+                elif parameter.name in node.models:
+                    provider = _model_provider(node.models[parameter.name])
+                if provider is not None:
+                    parameter = parameter.replace(annotation=Any, default=params.Depends(provider))
+                elif parameter.name in node.children:
+                    parameter = _with_dependency(parameter, stand_in(node.children[parameter.name]))
+                exposed.append(parameter)
+            node.stand_in = stand_in_for(node.call, _keywords(exposed))
+            return node.stand_in
+
+        dependencies = []
+        for depends in route_dependencies:
+            node = self._node_of(depends, None)
+            if node is not None:
+                depends = dataclasses.replace(depends, dependency=stand_in(node))
+            dependencies.append(depends)
+        parameters = []
+        for parameter in endpoint_parameters:
+            node = self._node_of(_depends_in(parameter), parameter)
+            if node is not None:
+                parameter = _with_dependency(parameter, stand_in(node))
+            parameters.append(parameter)
+        return dependencies, list(_keywords(parameters).parameters.values())
+
+    def _node_of(self, depends: Any, parameter: inspect.Parameter | None) -> _Node | None:
+        if not isinstance(depends, params.Depends):
+            return None
+        return self._nodes.get(id(_callable_of(depends, parameter)))
+
+
+def refuse_inclusion_dependencies(dependencies: Sequence[Any]) -> None:
+    """Refuse msgspec types in the dependencies an inclusion adds to routes (those of an
+    include_router() call, or of the including router): FastAPI adds them to routes whose
+    body and models were settled when they were added."""
+    tree = DependencyTree("include_router()")
+    tree._read_list(dependencies)
+    node = next((n for n in tree._nodes.values() if n is not None and n.children == {}), None)
+    if node is None:
+        return
+    parameter = next(iter([*node.body, *node.models]), "")
+    raise TypeError(
+        f"{node.where}, parameter {parameter!r}: msgspec types are not supported in the "
+        "dependencies of an include_router() call or of the including router; declare "
+        "the dependency on the route, or on the router the route is added to"
+    )
