@@ -3,10 +3,10 @@ at any depth of a route's dependency tree.
 
 FastAPI cannot read such a dependency (it asks Pydantic for a field), so registration
 reads the tree first (`DependencyTree`) and hands FastAPI, for each dependency that takes
-a msgspec value or depends on one that does, a `StandIn`: the same callable behind a
-signature where each msgspec parameter is itself a dependency on a provider, which passes
-on what the request path decoded. Body parameters join the route's body, decoded once and
-shared by name as FastAPI shares them; parameter models join the route's models.
+a msgspec value or depends on one that does, a stand-in: a callable that calls it, behind
+a signature with a Request in place of its msgspec parameters, which the stand-in fills
+in from what the request path decoded. Body parameters join the route's body, decoded
+once and shared by name as FastAPI shares them; parameter models join the route's models.
 """
 
 from __future__ import annotations
@@ -25,13 +25,23 @@ from ._plan import find_body
 from ._shared import SCOPE_KEY, RequestValidationError
 from ._types import annotated_metadata, mentions_struct, resolved_parameters, strip_annotated
 
-# What a provider hands over in place of a value the request path could not decode, and
-# what a stand-in given it returns instead of calling its dependency: FastAPI does not
-# call a dependency whose parameters are invalid, and goes on solving the others.
+# What a stand-in returns instead of calling its dependency when the request path could
+# not decode what the dependency takes, and what a stand-in given it passes on: FastAPI
+# does not call a dependency whose parameters are invalid, and goes on solving the others.
 UNDECODED: Any = type("Undecoded", (), {"__repr__": lambda self: "UNDECODED"})()
-# Set on the scope when a provider handed over UNDECODED: the endpoint wrapper then
-# raises the request path's 422 (with FastAPI's own errors, when FastAPI raises first).
+# Set on the scope when a stand-in returned UNDECODED: the endpoint wrapper then raises
+# the request path's 422 (with FastAPI's own errors, when FastAPI raises first).
 UNDECODED_KEY = "msgspec_fastapi.undecoded"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Takes:
+    """What a stand-in fills in before calling its dependency."""
+
+    request_name: str  # the Request parameter the stand-in is given
+    own_request: bool  # the dependency's own (kept), or added for the stand-in (dropped)
+    body: tuple[tuple[str, str | None], ...]  # (parameter, key of an embedded body or None)
+    models: tuple[tuple[str, str], ...]  # (parameter, key among the route's models)
 
 
 def _undecoded_generator() -> Iterator[Any]:
@@ -42,21 +52,22 @@ async def _undecoded_async_generator() -> AsyncIterator[Any]:
     yield UNDECODED
 
 
-def _skipped(values: dict[str, Any]) -> bool:
-    return any(value is UNDECODED for value in values.values())
-
-
 class _StandInBase:
     """A dependency as FastAPI sees it on a msgspec route.
 
     It hashes and compares equal to the callable it stands for, so that
     `dependency_overrides[original]` still finds it, and unwraps to it (`__wrapped__`),
-    so that FastAPI still tells a generator or a class for what it is.
+    so that FastAPI still tells a generator or a class for what it is. Its signature
+    has a Request in place of the msgspec parameters, which it fills in from what the
+    request path decoded.
     """
 
-    def __init__(self, original: Callable[..., Any], signature: inspect.Signature) -> None:
+    def __init__(
+        self, original: Callable[..., Any], signature: inspect.Signature, takes: Takes | None
+    ) -> None:
         self.__wrapped__ = original
         self.__signature__ = signature
+        self._takes = takes
         for attribute in ("__module__", "__name__", "__qualname__", "__doc__"):
             if hasattr(original, attribute):
                 setattr(self, attribute, getattr(original, attribute))
@@ -66,6 +77,31 @@ class _StandInBase:
             self._instead = _undecoded_generator
         else:
             self._instead = lambda: UNDECODED
+
+    def _ready(self, values: dict[str, Any]) -> bool:
+        """Fill in `values`; False when the dependency must not be called."""
+        if any(value is UNDECODED for value in values.values()):
+            return False
+        takes = self._takes
+        if takes is None:
+            return True
+        if takes.own_request:
+            scope = values[takes.request_name].scope
+        else:
+            scope = values.pop(takes.request_name).scope
+        _runtime, body, _raw, models, _errors = scope[SCOPE_KEY]
+        if takes.body:
+            if type(body) is RequestValidationError:
+                scope[UNDECODED_KEY] = True
+                return False
+            for name, key in takes.body:
+                values[name] = body if key is None else body[key]
+        for name, key in takes.models:
+            if key not in models:  # gathered with errors
+                scope[UNDECODED_KEY] = True
+                return False
+            values[name] = models[key]
+        return True
 
     def __hash__(self) -> int:
         return hash(self.__wrapped__)
@@ -84,7 +120,7 @@ class StandIn(_StandInBase):
     """The stand-in of a function, generator, class or callable object."""
 
     def __call__(self, **values: Any) -> Any:
-        return self._instead() if _skipped(values) else self.__wrapped__(**values)
+        return self.__wrapped__(**values) if self._ready(values) else self._instead()
 
 
 class AsyncStandIn(_StandInBase):
@@ -92,7 +128,7 @@ class AsyncStandIn(_StandInBase):
     async `__call__` where the callable it unwraps to is no function (a partial, say)."""
 
     async def __call__(self, **values: Any) -> Any:
-        return UNDECODED if _skipped(values) else await self.__wrapped__(**values)
+        return await self.__wrapped__(**values) if self._ready(values) else UNDECODED
 
 
 def _target(call: Any) -> Any:
@@ -104,37 +140,12 @@ def _target(call: Any) -> Any:
     return type(call).__call__
 
 
-def stand_in_for(original: Callable[..., Any], signature: inspect.Signature) -> _StandInBase:
+def _stand_in_for(
+    original: Callable[..., Any], signature: inspect.Signature, takes: Takes | None
+) -> _StandInBase:
     if inspect.iscoroutinefunction(_target(original)):
-        return AsyncStandIn(original, signature)
-    return StandIn(original, signature)
-
-
-def _undecoded(scope: Any) -> Any:
-    scope[UNDECODED_KEY] = True
-    return UNDECODED
-
-
-def _body_provider(key: str | None) -> Callable[..., Any]:
-    """The decoded body (`key` None), or one parameter of an embedded body."""
-
-    async def provide_body(request: Request) -> Any:
-        body = request.scope[SCOPE_KEY][1]
-        if type(body) is RequestValidationError:
-            return _undecoded(request.scope)
-        return body if key is None else body[key]
-
-    return provide_body
-
-
-def _model_provider(key: str) -> Callable[..., Any]:
-    """One parameter model, as the request path gathered it."""
-
-    async def provide_model(request: Request) -> Any:
-        models = request.scope[SCOPE_KEY][3]
-        return models[key] if key in models else _undecoded(request.scope)
-
-    return provide_model
+        return AsyncStandIn(original, signature, takes)
+    return StandIn(original, signature, takes)
 
 
 def _depends_in(parameter: inspect.Parameter) -> params.Depends | None:
@@ -289,29 +300,39 @@ class DependencyTree:
     ) -> tuple[list[Any], list[inspect.Parameter]]:
         """The route's `dependencies=` and the endpoint's parameters as FastAPI should see
         them: every `Depends` that leads to msgspec values points at a stand-in."""
-        providers: dict[str, Callable[..., Any]] = {}
-
-        def body_provider(name: str) -> Callable[..., Any]:
-            if name not in providers:
-                providers[name] = _body_provider(name if embedded else None)
-            return providers[name]
 
         def stand_in(node: _Node) -> _StandInBase:
             if node.stand_in is not None:
                 return node.stand_in
             exposed = []
             for parameter in node.parameters:
-                provider = None
-                if parameter.name in node.body:
-                    provider = body_provider(parameter.name)
-                elif parameter.name in node.models:
-                    provider = _model_provider(node.models[parameter.name])
-                if provider is not None:
-                    parameter = parameter.replace(annotation=Any, default=params.Depends(provider))
-                elif parameter.name in node.children:
+                if parameter.name in node.body or parameter.name in node.models:
+                    continue  # filled in by the stand-in
+                if parameter.name in node.children:
                     parameter = _with_dependency(parameter, stand_in(node.children[parameter.name]))
                 exposed.append(parameter)
-            node.stand_in = stand_in_for(node.call, _keywords(exposed))
+            takes = None
+            if node.body or node.models:
+                request_name = next(
+                    (p.name for p in exposed if strip_annotated(p.annotation) is Request), None
+                )
+                own_request = request_name is not None
+                if request_name is None:
+                    request_name = "msgspec_request"
+                    while any(p.name == request_name for p in node.parameters):
+                        request_name += "_"
+                    exposed.append(
+                        inspect.Parameter(
+                            request_name, inspect.Parameter.KEYWORD_ONLY, annotation=Request
+                        )
+                    )
+                takes = Takes(
+                    request_name,
+                    own_request,
+                    tuple((name, name if embedded else None) for name in node.body),
+                    tuple(node.models.items()),
+                )
+            node.stand_in = _stand_in_for(node.call, _keywords(exposed), takes)
             return node.stand_in
 
         dependencies = []

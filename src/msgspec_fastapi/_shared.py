@@ -125,7 +125,7 @@ MATCHER_ATTR = "_msgspec_matcher"
 DIRECT_ATTR = "_msgspec_direct_app"
 
 # Where the delegated tier leaves (runtime, decoded body, raw body, parameter models, their
-# errors) for the endpoint wrapper and the providers of dependencies (`_depends`).
+# errors) for the endpoint wrapper and the stand-ins of dependencies (`_depends`).
 SCOPE_KEY = "msgspec_fastapi"
 # Set once the request path's own 422 is raised: a validation error raised before it is
 # FastAPI's own.
