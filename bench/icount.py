@@ -16,6 +16,7 @@ the ratios beside micro.py's, not instead of them.
     python bench/icount.py --routers 1,300 --routes get-last   # the route-table mode
     python bench/icount.py --formats                 # JSON against MessagePack
     python bench/icount.py --stream --requests 20    # the streaming routes, 1,000 items each
+    python bench/icount.py --models                  # query, form and dependency models
 
 Needs valgrind (Debian: `apt-get install valgrind`, whose headers come with it) and a C
 compiler for the five-line helper that issues the client requests.
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from common import ensure_upstream, log
-from micro import cities, formats, routetable, streams
+from micro import cities, formats, models, routetable, streams
 from micro.driver import STREAM_VARIANTS, TABLE_VARIANTS, VARIANTS, parse_sizes
 
 WARMUP_REQUESTS = 200
@@ -63,6 +64,9 @@ def build_helper(folder: Path) -> Path:
 
 def run_worker(variant: str, route: str, requests: int, library: str) -> None:
     """Inside valgrind: warm the variant up, then count one batch of requests."""
+    if route.startswith(MODELS_PREFIX):
+        run_models_worker(variant, route.removeprefix(MODELS_PREFIX), requests, library)
+        return
     if "/" in route:
         run_formats_worker(variant, route, requests, library)
         return
@@ -96,6 +100,26 @@ def run_formats_worker(twin: str, route: str, requests: int, library: str) -> No
     async def counted() -> None:
         helper.icount_start()
         await bench._batch(case, requests)
+        helper.icount_stop()
+
+    bench.loop.run_until_complete(counted())
+    bench.close()
+
+
+# The route key of a --models case: "models/query" (see micro/models.py).
+MODELS_PREFIX = "models/"
+
+
+def run_models_worker(variant: str, case: str, requests: int, library: str) -> None:
+    """run_worker for a --models case on `variant`."""
+    bench = models.ModelBench([variant])
+    bench.run((case, variant), WARMUP_REQUESTS)
+    helper = ctypes.CDLL(library)
+    gc.collect()
+
+    async def counted() -> None:
+        helper.icount_start()
+        await bench._batch((case, variant), requests)
         helper.icount_stop()
 
     bench.loop.run_until_complete(counted())
@@ -139,6 +163,8 @@ def count(variant: str, route: str, requests: int, library: Path, folder: Path) 
 
 
 def label(case: str) -> str:
+    if case.startswith(MODELS_PREFIX):
+        return models.CASE_LABELS[case.removeprefix(MODELS_PREFIX)]
     if case in streams.ROUTE_LABELS:
         return streams.ROUTE_LABELS[case]
     if "@" not in case:
@@ -149,7 +175,7 @@ def label(case: str) -> str:
 
 def print_table(counts: dict[str, dict[str, float]], variants: list[str], table: bool) -> None:
     bases = ("floor", "app-floor") if table else ("upstream", "floor")
-    if all(route in streams.ROUTE_KEYS for route in counts):
+    if all(route in streams.ROUTE_KEYS or route.startswith(MODELS_PREFIX) for route in counts):
         bases = ("pydantic",)
     print("instructions per request, counted by callgrind (lower is fewer); vs x: ratio to x")
     for route, by_variant in counts.items():
@@ -193,6 +219,12 @@ def main() -> int:
         action="store_true",
         help="the streaming routes (micro --stream): compiled, pure, pydantic, litestar",
     )
+    parser.add_argument(
+        "--models",
+        action="store_true",
+        help="the query, form and dependency model cases (micro --models): compiled, pure,"
+        " pydantic",
+    )
     parser.add_argument("--requests", type=int, default=1000, help="counted requests per run")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--json", type=Path, help="write the counts here")
@@ -205,6 +237,9 @@ def main() -> int:
     if args.formats:
         known_variants = formats.TWINS
         known_routes = tuple(f"{r}/{f}" for r in formats.ROUTES for f in formats.FORMATS)
+    if args.models:
+        known_variants = models.VARIANTS
+        known_routes = tuple(MODELS_PREFIX + case for case in models.CASES)
     variants = [v for v in (args.variants or ",".join(known_variants)).split(",") if v]
     routes = [r for r in (args.routes or ",".join(known_routes)).split(",") if r]
     unknown = sorted(set(variants) - set(known_variants)) + sorted(set(routes) - set(known_routes))

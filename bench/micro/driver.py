@@ -24,7 +24,7 @@ variants are skipped, with the reason, while this msgspec_fastapi cannot stream.
     python bench/micro.py --variants upstream,floor --routes validate,get --rounds 6
     python bench/micro.py --routers 1,30,300 --rounds 10 --plot bench/results/routers.png
     python bench/micro.py --formats            # JSON against MessagePack (micro/formats.py)
-    python bench/micro.py --models             # a query and a form model (micro/models.py)
+    python bench/micro.py --models             # query, form and dependency models (micro/models.py)
     python bench/micro.py --stream --quick     # smoke run of the streaming mode
 """
 
@@ -187,8 +187,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--models",
         action="store_true",
-        help="a GET with a 5-field query model and a POST of a 5-field form model: compiled,"
-        " pure, FastAPI's Pydantic models",
+        help="a GET with a 5-field query model, a POST of a 5-field form model and of a JSON"
+        " body a dependency takes: compiled, pure, FastAPI's Pydantic models",
     )
     parser.add_argument(
         "--formats",
