@@ -69,6 +69,7 @@ bench-icount: bench-icount-tools $(VENV)/.bench-installed
 # A smoke run of the same for CI: two variants, one route, a few requests.
 bench-icount-quick: bench-icount-tools $(VENV)/.bench-installed
 	$(PY) bench/icount.py --variants compiled,pure --routes get --requests 20
+	$(PY) bench/icount.py --models --variants compiled --routes models/dependency --requests 20
 
 # The service benchmark: uvicorn + SQLAlchemy, loaded by wrk; see README "Service benchmark".
 # Its own venv keeps every FastAPI variant on one FastAPI inside upstream 0.0.4's range.

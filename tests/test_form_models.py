@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import sys
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 import msgspec
 import pydantic
@@ -724,3 +724,82 @@ def test_form_model_beside_a_dependency_taking_a_query_model(twin: Twin) -> None
     }
     failed = client.post("/login?page=x", data={})
     assert [e["loc"] for e in failed.json()["detail"]] == [["query", "page"], ["body", "username"]]
+
+
+@pytest.mark.parametrize(
+    ("sent", "value"),
+    [("on", True), ("yes", True), ("1", True), ("off", False), ("n", False)],
+)
+def test_boolean_field_reads_what_fastapi_reads_such_as_a_checkbox_on(
+    twin: Twin, sent: str, value: bool
+) -> None:
+    data = {"username": "ada", "remember": sent}
+    ours = login_client(twin).post("/login", data=data)
+    theirs = fastapi_login_client().post("/login", data=data)
+    assert ours.json()["remember"] is theirs.json()["remember"] is value
+
+
+@pytest.mark.parametrize(("sent", "status"), [("1_0", 200), ("+5", 200), ("1e3", 422)])
+def test_int_field_accepts_exactly_what_fastapi_accepts(twin: Twin, sent: str, status: int) -> None:
+    data = {"username": "ada", "age": sent}
+    ours = login_client(twin).post("/login", data=data)
+    theirs = fastapi_login_client().post("/login", data=data)
+    assert ours.status_code == theirs.status_code == status
+    if status == 200:
+        assert ours.json()["age"] == theirs.json()["age"]
+    else:
+        assert ours.json()["detail"][0]["loc"] == ["body", "age"]
+        assert ours.json()["detail"][0]["input"] == sent
+
+
+class Blob(msgspec.Struct):
+    data: bytes = b""
+
+
+def test_bytes_field_takes_the_text_as_utf8(twin: Twin) -> None:
+    router = MsgspecRouter(route_class=twin.route_class)
+
+    @router.post("/blob")
+    async def blob(form: Annotated[Blob, Form()]) -> str:
+        return repr(form.data)
+
+    assert client_for(router).post("/blob", data={"data": "tést"}).json() == repr("tést".encode())
+
+
+class Partial(TypedDict, total=True):
+    username: str
+    nickname: NotRequired[str]
+
+
+def test_typed_dict_with_a_not_required_field_gives_a_422_not_a_500(twin: Twin) -> None:
+    router = MsgspecRouter(route_class=twin.route_class)
+
+    @router.post("/signup")
+    async def signup(form: Annotated[Partial, Form()]) -> dict[str, Any]:
+        return dict(form)
+
+    client = client_for(router)
+    assert client.post("/signup", data={"username": "a", "nickname": "b"}).status_code == 200
+    response = client.post("/signup", data={"nickname": "b"})
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"] == ["body", "username"]
+
+
+def test_missing_field_error_shows_the_whole_form_received(twin: Twin) -> None:
+    response = login_client(twin).post("/login", data={"other": "1", "age": "3"})
+    assert response.status_code == 422
+    [error] = response.json()["detail"]
+    assert error["loc"] == ["body", "username"]
+    assert error["input"] == {"other": "1", "age": "3"}
+
+
+class Positional(msgspec.Struct, array_like=True):
+    username: str
+
+
+def test_array_like_model_is_refused_at_registration() -> None:
+    router = MsgspecRouter()
+    with pytest.raises(TypeError, match=r"'form'.*array_like"):
+
+        @router.post("/login")
+        async def login(form: Annotated[Positional, Form()]) -> None: ...

@@ -7,7 +7,7 @@ Tests taking the `router` fixture run on both the direct and the delegated tier.
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, NotRequired, TypedDict
 
 import msgspec
 import pytest
@@ -339,3 +339,50 @@ def test_model_error_keeps_the_received_body_on_both_tiers(router: MsgspecRouter
     response = TestClient(app).post("/items?limit=x", json={"x": 1})
 
     assert response.json() == {"body": {"x": 1}}
+
+
+class Checkbox(msgspec.Struct):
+    on: bool = False
+    count: int = 0
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("on=on&count=1_0", {"on": True, "count": 10}),
+        ("on=yes&count=%2B5", {"on": True, "count": 5}),
+    ],
+)
+def test_query_model_reads_booleans_and_ints_as_fastapi_does(
+    router: MsgspecRouter, query: str, expected: dict[str, Any]
+) -> None:
+    @router.get("/items")
+    async def items(f: Annotated[Checkbox, Query()]) -> Checkbox:
+        return f
+
+    assert get_json(router, f"/items?{query}") == expected
+
+
+def test_query_model_refuses_an_exponent_for_an_int_as_fastapi_does(router: MsgspecRouter) -> None:
+    @router.get("/items")
+    async def items(f: Annotated[Checkbox, Query()]) -> Checkbox:
+        return f
+
+    response = client_for(router).get("/items?count=1e3")
+    assert response.status_code == 422
+    [error] = response.json()["detail"]
+    assert (error["loc"], error["input"]) == (["query", "count"], "1e3")
+
+
+class OptionalKeys(TypedDict):
+    limit: int
+    q: NotRequired[str]
+
+
+def test_query_model_typed_dict_with_a_not_required_field(router: MsgspecRouter) -> None:
+    @router.get("/items")
+    async def items(f: Annotated[OptionalKeys, Query()]) -> dict[str, Any]:
+        return dict(f)
+
+    assert get_json(router, "/items?limit=3") == {"limit": 3}
+    assert client_for(router).get("/items?q=x").status_code == 422

@@ -938,11 +938,12 @@ class RouteRuntime:
                 value = form.get(field.key)
                 if value is not None and value != "" and not is_empty_file(value):
                     raw[field.name] = value
-        if model.forbid_unknown:
-            for key in form:
-                if key not in model.keys:
-                    items = form.getlist(key)
-                    raw[key] = items if len(items) > 1 else items[0]
+        # Unknown keys too: a model that forbids them refuses them, and a missing field's
+        # error shows the whole form received, as FastAPI's does.
+        for key in form:
+            if key not in model.keys:
+                items = form.getlist(key)
+                raw[key] = items if len(items) > 1 else items[0]
         value, problems = model.convert(raw)
         if problems:
             errors.extend(problems)

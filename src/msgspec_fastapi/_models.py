@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
-from typing import Any, get_args, get_origin, get_type_hints
+from typing import Any, NotRequired, Required, get_args, get_origin, get_type_hints
 
 import msgspec
 import msgspec.inspect as mi
@@ -21,7 +21,7 @@ from fastapi import params
 from fastapi.dependencies.utils import ensure_multipart_is_installed
 from starlette.datastructures import UploadFile as StarletteUploadFile
 
-from ._params import sequence_kind
+from ._params import LaxRefused, sequence_kind, string_normalizer
 from ._shared import PARAM_COOKIE, PARAM_FORM, PARAM_HEADER, PARAM_QUERY
 from ._types import (
     annotated_metadata,
@@ -48,6 +48,10 @@ class ModelField:
     is_sequence: bool  # filled from every repeated key, not the last one
     annotation: Any
     required: bool
+    # How FastAPI reads a string for this field ("+5" and "1_0" as ints, "on" and "yes"
+    # as booleans, text as UTF-8 bytes), ahead of msgspec; None where msgspec's lax
+    # rules already agree.
+    normalize: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,12 +71,28 @@ class ModelPlan:
 
     def convert(self, raw: dict[str, Any]) -> tuple[Any, list[dict[str, Any]]]:
         """The model from the gathered values, or FastAPI-shaped errors, one per field."""
+        received = dict(raw)  # as the request had it, for the errors' `input`
+        refused = set()
+        for field in self.fields:
+            if field.normalize is not None and field.name in raw:
+                try:
+                    raw[field.name] = field.normalize(raw[field.name])
+                except LaxRefused:
+                    refused.add(field.name)  # msgspec's lax rules would take "1e3"
+        if refused:
+            return None, self.errors(raw, received, refused, None)
         try:
             return msgspec.convert(raw, self.model, strict=False, dec_hook=self.dec_hook), []
         except msgspec.ValidationError as exc:
-            return None, self.errors(raw, exc)
+            return None, self.errors(raw, received, refused, exc)
 
-    def errors(self, raw: dict[str, Any], exc: msgspec.ValidationError) -> list[dict[str, Any]]:
+    def errors(
+        self,
+        raw: dict[str, Any],
+        received: dict[str, Any],
+        refused: set[str],
+        exc: msgspec.ValidationError | None,
+    ) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []
         for field in self.fields:
             loc = (self.where, field.key)
@@ -80,15 +100,18 @@ class ModelPlan:
                 if field.required:
                     found.append({"type": "missing", "loc": loc, "msg": "Field required"})
                     # FastAPI's form models report the whole form they received.
-                    found[-1]["input"] = raw if self.location == PARAM_FORM else None
+                    found[-1]["input"] = received if self.location == PARAM_FORM else None
                 continue
             try:
                 msgspec.convert(
-                    raw[field.name], field.annotation, strict=False, dec_hook=self.dec_hook
+                    raw[field.name],
+                    field.annotation,
+                    strict=field.name in refused,
+                    dec_hook=self.dec_hook,
                 )
             except msgspec.ValidationError as problem:
                 error = {"type": "value_error.msgspec", "loc": loc, "msg": str(problem)}
-                error["input"] = raw[field.name]
+                error["input"] = received[field.name]
                 found.append(error)
         if self.forbid_unknown:
             for key, value in raw.items():
@@ -98,7 +121,8 @@ class ModelPlan:
                     error.update(msg=message, input=value)
                     found.append(error)
         if not found:  # a check of the whole model (`__post_init__`, say)
-            found.append({"type": "value_error.msgspec", "loc": (self.where,), "msg": str(exc)})
+            message = str(exc)
+            found.append({"type": "value_error.msgspec", "loc": (self.where,), "msg": message})
         return found
 
 
@@ -123,6 +147,13 @@ def upload_kind(annotation: Any) -> bool | None:
     if get_origin(bare) is list and len(args) == 1 and upload_kind(args[0]) is False:
         return True
     return None
+
+
+def _unqualified(annotation: Any) -> Any:
+    """A TypedDict field's type without `Required[...]` or `NotRequired[...]`."""
+    while get_origin(annotation) in (Required, NotRequired):
+        annotation = get_args(annotation)[0]
+    return annotation
 
 
 def model_param(endpoint_name: str, parameter: inspect.Parameter) -> ModelPlan | None:
@@ -163,8 +194,8 @@ def _record_plan(
     except (TypeError, NameError) as exc:
         raise TypeError(f"{where}: {exc}") from exc
     fields_info = getattr(type_info, "fields", None)
-    if fields_info is None:
-        raise TypeError(f"{where}: a {kind} model needs named fields")
+    if fields_info is None or getattr(type_info, "array_like", False):
+        raise TypeError(f"{where}: a {kind} model needs named fields (not array_like)")
     convert_underscores = getattr(info, "convert_underscores", True)
     fields = []
     has_files = False
@@ -174,7 +205,7 @@ def _record_plan(
             key = key.replace("_", "-")
         if kind == "header":
             key = key.lower()
-        annotation_of_field = hints.get(field.name, Any)
+        annotation_of_field = _unqualified(hints.get(field.name, Any))
         sequence = upload_kind(annotation_of_field) if kind == "form" else None
         has_files = has_files or sequence is not None
         if sequence is None:
@@ -194,6 +225,7 @@ def _record_plan(
                 is_sequence=sequence and kind != "cookie",
                 annotation=annotation_of_field,
                 required=field.required,
+                normalize=string_normalizer(annotation_of_field),
             )
         )
     forbid = bool(getattr(type_info, "forbid_unknown_fields", False))

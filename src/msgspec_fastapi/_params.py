@@ -105,16 +105,16 @@ class LaxRefused(Exception):
     """A string FastAPI would refuse for an int or bool parameter."""
 
 
-def _string_normalizer(annotation: Any) -> Callable[[Any], Any] | None:
+def string_normalizer(annotation: Any) -> Callable[[Any], Any] | None:
     """A function that rewrites HTTP strings the way FastAPI coerces them, or None."""
     annotation = strip_annotated(annotation)
     inner = optional_inner(annotation)
     if inner is not None:
-        return _string_normalizer(inner)
+        return string_normalizer(inner)
     origin = get_origin(annotation)
     if origin in (list, set, frozenset, tuple):
         args = [a for a in get_args(annotation) if a is not Ellipsis]
-        items = [_string_normalizer(a) for a in args]
+        items = [string_normalizer(a) for a in args]
         if not any(items):
             return None
         if (
@@ -197,7 +197,7 @@ def make_converter(target: Any, strict: bool, bounds: IntBounds | None) -> Conve
 
     `bounds` is `int_bounds(target, strict)`.
     """
-    normalize = None if strict else _string_normalizer(target)
+    normalize = None if strict else string_normalizer(target)
     low, high = bounds if bounds is not None else (0, -1)
     convert = msgspec.convert
 
