@@ -251,6 +251,20 @@ class MsgspecRoute(APIRoute):
                 runtime.extract_models(scope, values, errors)
             return values, errors
 
+        async def delegate(
+            request: Request, body: Any, raw: bytes | None, models: Any, model_errors: list[Any]
+        ) -> Response:
+            """FastAPI's handler, with what the request path read left for the wrapper."""
+            request.scope[SCOPE_KEY] = (runtime, body, raw, models, model_errors)
+            try:
+                return await handler(request)
+            except RequestValidationError as exc:
+                if request.scope.get(REACHED_KEY) or (raw is None and not model_errors):
+                    raise
+                # FastAPI's parameter errors, raised before the endpoint ran: the models'
+                # and the body's errors follow them, with the received body, as in FastAPI.
+                raise request_invalid([*exc.errors(), *model_errors], body, raw) from None
+
         if spec.form is not None:
             form_limits = _compat.route_form_limits(self)
 
@@ -264,13 +278,7 @@ class MsgspecRoute(APIRoute):
                     return NoResponse()
                 models, model_errors = gather_models(request.scope)
                 runtime.extract_form(form, models, model_errors)
-                request.scope[SCOPE_KEY] = (runtime, None, None, models, model_errors)
-                try:
-                    return await handler(request)
-                except RequestValidationError as exc:
-                    if request.scope.get(REACHED_KEY) or not model_errors:
-                        raise
-                    raise request_invalid([*exc.errors(), *model_errors], None, None) from None
+                return await delegate(request, None, None, models, model_errors)
 
             return handle_form
 
@@ -280,13 +288,7 @@ class MsgspecRoute(APIRoute):
                 if plan.max_body_size >= 0:
                     runtime.check_declared_length(request.scope["headers"])
                 models, model_errors = gather_models(request.scope)
-                request.scope[SCOPE_KEY] = (runtime, None, None, models, model_errors)
-                try:
-                    return await handler(request)
-                except RequestValidationError as exc:
-                    if request.scope.get(REACHED_KEY) or not model_errors:
-                        raise
-                    raise request_invalid([*exc.errors(), *model_errors], None, None) from None
+                return await delegate(request, None, None, models, model_errors)
 
             return handle
 
@@ -304,15 +306,7 @@ class MsgspecRoute(APIRoute):
             # 415 and 400 are sent here, before any dependency runs.
             body = runtime.parse_body(request.scope, raw)
             models, model_errors = gather_models(request.scope)
-            request.scope[SCOPE_KEY] = (runtime, body, raw, models, model_errors)
-            try:
-                return await handler(request)
-            except RequestValidationError as exc:
-                if request.scope.get(REACHED_KEY):
-                    raise
-                # FastAPI's parameter errors, raised before the endpoint ran: the models'
-                # and the body's errors follow them, with the received body, as in FastAPI.
-                raise request_invalid([*exc.errors(), *model_errors], body, raw) from None
+            return await delegate(request, body, raw, models, model_errors)
 
         return handle_with_body
 
