@@ -68,13 +68,15 @@ class ModelPlan:
     forbid_unknown: bool
     has_files: bool = False  # a form model with UploadFile fields
     dec_hook: Any = None  # a form model's: its UploadFile fields take the parsed files
+    normalized: tuple[ModelField, ...] = ()  # the fields with a `normalize`
 
     def convert(self, raw: dict[str, Any]) -> tuple[Any, list[dict[str, Any]]]:
         """The model from the gathered values, or FastAPI-shaped errors, one per field."""
-        received = dict(raw)  # as the request had it, for the errors' `input`
+        # As the request had it, for the errors' `input`: a copy only where fields change.
+        received = dict(raw) if self.normalized else raw
         refused = set()
-        for field in self.fields:
-            if field.normalize is not None and field.name in raw:
+        for field in self.normalized:
+            if field.name in raw:
                 try:
                     raw[field.name] = field.normalize(raw[field.name])
                 except LaxRefused:
@@ -240,4 +242,5 @@ def _record_plan(
         forbid_unknown=forbid,
         has_files=has_files,
         dec_hook=upload_hook if kind == "form" else None,
+        normalized=tuple(f for f in fields if f.normalize is not None),
     )
