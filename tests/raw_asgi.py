@@ -146,3 +146,15 @@ def request(
 ) -> Reply:
     """`send_request` on a new event loop, with the body in one message."""
     return asyncio.run(send_request(app, method, target, headers, (body,)))
+
+
+_runner: asyncio.Runner | None = None
+
+
+def run_on_one_loop(coroutine: Any) -> Any:
+    """Run `coroutine` on one event loop kept for the whole process (the fuzz harnesses
+    send many requests, and a new loop per request is slow)."""
+    global _runner
+    if _runner is None:
+        _runner = asyncio.Runner()
+    return _runner.run(coroutine)

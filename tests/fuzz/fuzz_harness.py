@@ -20,7 +20,6 @@ test or fails it), and fails when
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -28,6 +27,7 @@ from urllib.parse import quote
 
 import msgspec
 from hostile_app import APPS, EVERYTHING, TIERS
+from raw_asgi import run_on_one_loop as run
 from raw_asgi import send_request
 from twins import outcome
 
@@ -144,17 +144,6 @@ def draw_request(source: Source) -> FuzzRequest:
         chunks=tuple(chunks),
         leaves=source.number(15) == 0,
     )
-
-
-_runner: asyncio.Runner | None = None
-
-
-def run(coroutine: Any) -> Any:
-    """Run on one event loop for the whole process: a new loop per request is slow."""
-    global _runner
-    if _runner is None:
-        _runner = asyncio.Runner()
-    return _runner.run(coroutine)
 
 
 def answer(app: Any, tier: str, request: FuzzRequest) -> tuple[Any, ...]:

@@ -10,13 +10,13 @@ same messages, and so must both tiers.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import msgspec
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from msgpack_app import APPS, CITY, RECORD, SMALL_LIMIT, TIERS
+from raw_asgi import run_on_one_loop as run
 from raw_asgi import send_request
 from twins import outcome
 
@@ -98,17 +98,6 @@ def bodies(draw: Any) -> bytes:
         at = draw(st.integers(0, len(body)))
         return body[:at] + draw(st.binary(min_size=1, max_size=8)) + body[at:]
     return body
-
-
-_runner: asyncio.Runner | None = None
-
-
-def run(coroutine: Any) -> Any:
-    """Run on one event loop for the whole process: a new loop per request is slow."""
-    global _runner
-    if _runner is None:
-        _runner = asyncio.Runner()
-    return _runner.run(coroutine)
 
 
 def answer(twin: str, tier: str, path: str, headers: list, body: bytes) -> tuple[Any, ...]:

@@ -11,7 +11,6 @@ one line or event per item; nothing else may escape.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -21,6 +20,7 @@ from fastapi.routing import iter_route_contexts
 from fastapi.sse import EventSourceResponse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from raw_asgi import run_on_one_loop as run
 from raw_asgi import send_request
 from twins import PerTwin, Twin
 
@@ -93,15 +93,6 @@ values = st.recursive(
 points = st.builds(Point, st.integers(-(2**63), 2**63 - 1), st.integers(-5, 5))
 shaped = st.dictionaries(st.sampled_from(["x", "y", "z"]), values | st.integers(), max_size=3)
 items = st.lists(points | shaped | values, max_size=6)
-
-_runner: asyncio.Runner | None = None
-
-
-def run(coroutine: Any) -> Any:
-    global _runner
-    if _runner is None:
-        _runner = asyncio.Runner()
-    return _runner.run(coroutine)
 
 
 def leaves(exc: BaseException) -> list[BaseException]:
