@@ -15,11 +15,16 @@ request path read its route-shaped attributes (`original_route`, `path_format`,
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from collections.abc import Callable
 from typing import Any
 
 from fastapi import routing as _routing
 from fastapi import sse as _sse
+from fastapi.dependencies import models as _dep_models
+from fastapi.dependencies import utils as _dep_utils
+from fastapi.exceptions import FastAPIError
 from fastapi.openapi import utils as _openapi_utils
 from starlette._exception_handler import _lookup_exception_handler
 from starlette._utils import get_route_path as _get_route_path
@@ -325,3 +330,116 @@ def sse_ping_interval() -> float:
 
 
 SSE_EVENT_SCHEMA: dict[str, Any] = _sse._SSE_EVENT_SCHEMA
+
+
+# -- dependencies: what the dependency plan (`_depplan`, `_depexec`) reads --------------
+# Every name below checked against FastAPI 0.142.2 and 0.165.0.
+
+# The Dependant fields the plan knows; a FastAPI that adds one keeps its routes delegated.
+KNOWN_DEPENDANT_FIELDS = frozenset(
+    {
+        "path_params",
+        "query_params",
+        "header_params",
+        "cookie_params",
+        "body_params",
+        "dependencies",
+        "name",
+        "call",
+        "request_param_name",
+        "websocket_param_name",
+        "http_connection_param_name",
+        "response_param_name",
+        "background_tasks_param_name",
+        "security_scopes_param_name",
+        "own_oauth_scopes",
+        "parent_oauth_scopes",
+        "use_cache",
+        "path",
+        "scope",
+        "concurrency",  # 0.165 (max_concurrency)
+    }
+)
+
+# Where FastAPI's request_response keeps a request's two dependency exit stacks.
+REQUEST_STACK_KEY = "fastapi_inner_astack"
+FUNCTION_STACK_KEY = "fastapi_function_astack"
+
+# 0.165 passes the request (for its per-request cleanup cancel scope); 0.142.2 does not.
+_SOLVE_GENERATOR_TAKES_REQUEST = (
+    "request" in inspect.signature(_dep_utils._solve_generator).parameters
+)
+
+
+def dependant_fields(dependant: Any) -> frozenset[str]:
+    """The fields of a Dependant (a slotted dataclass in both versions)."""
+    return frozenset(field.name for field in dataclasses.fields(dependant))
+
+
+def dependency_cache_key(dependant: Any) -> Any:
+    """FastAPI's per-request cache key of a dependency: (call, scopes, computed scope)."""
+    return _dep_models._get_cache_key(dependant=dependant)
+
+
+def oauth_scopes(dependant: Any) -> list[str]:
+    """The security scopes of a dependant: its parents', then its own new ones."""
+    return _dep_models._get_oauth_scopes(dependant=dependant)  # type: ignore[no-any-return]
+
+
+def is_gen_callable(call: Any) -> bool:
+    return bool(_dep_models._is_gen_callable(call))
+
+
+def is_async_gen_callable(call: Any) -> bool:
+    return bool(_dep_models._is_async_gen_callable(call))
+
+
+def is_coroutine_callable(call: Any) -> bool:
+    return bool(_dep_models._is_coroutine_callable(call))
+
+
+def rebuild_dependant(sub: Any, call: Any) -> Any:
+    """What solve_dependencies makes of a sub-dependant while any override is set: a new
+    Dependant of `call` (the override, or the original) under the original's name, scope,
+    concurrency and merged security scopes."""
+    kwargs: dict[str, Any] = {}
+    if "concurrency" in dependant_fields(sub):
+        kwargs["concurrency"] = sub.concurrency
+    return _dep_utils.get_dependant(
+        path=sub.path,
+        call=call,
+        name=sub.name,
+        parent_oauth_scopes=oauth_scopes(sub),
+        scope=sub.scope,
+        **kwargs,
+    )
+
+
+class _ScopeOnly:
+    """What FastAPI 0.165's _solve_generator reads of the request: its scope."""
+
+    __slots__ = ("scope",)
+
+    def __init__(self, scope: Scope) -> None:
+        self.scope = scope
+
+
+async def solve_generator(dependant: Any, stack: Any, values: dict[str, Any], scope: Scope) -> Any:
+    """Enter a generator dependency on `stack` exactly as solve_dependencies does: FastAPI's
+    own context-manager wrappers (threadpool, shielded exit, concurrency limit)."""
+    if _SOLVE_GENERATOR_TAKES_REQUEST:
+        return await _dep_utils._solve_generator(
+            dependant=dependant, stack=stack, sub_values=values, request=_ScopeOnly(scope)
+        )
+    return await _dep_utils._solve_generator(dependant=dependant, stack=stack, sub_values=values)
+
+
+def response_not_awaited() -> Exception:
+    """FastAPI's error when a request-scope generator swallowed the handler's exception."""
+    return FastAPIError(
+        "Response not awaited. There's a high chance that the "
+        "application code is raising an exception and a dependency with yield "
+        "has a block with a bare except, or a block with except Exception, "
+        "and is not raising the exception again. Read more about it in the "
+        "docs: https://fastapi.tiangolo.com/tutorial/dependencies/dependencies-with-yield/#dependencies-with-yield-and-except"
+    )

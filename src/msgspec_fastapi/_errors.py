@@ -11,20 +11,27 @@ from ._types import is_coroutine_endpoint
 
 
 async def handle_route_exception(
-    exc: Exception, scope: Scope, receive: Receive, send: Send, started: bool
+    exc: Exception,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    started: bool,
+    request: Request | None = None,
 ) -> None:
     """Give `exc` to the application's handler for it, or raise it on.
 
     FastAPI routes handle exceptions inside the route (so that a route-level body limit
     and the dependency exit stacks see the handled response); the direct tier does the
-    same, with Starlette's lookup of the handler.
+    same, with Starlette's lookup of the handler. The handler gets `request` when the
+    route made one (its dependencies and endpoint saw that object), else a new one.
     """
     handler = exception_handler(scope, exc)
     if handler is None:
         raise exc
     if started:
         raise RuntimeError("Caught handled exception, but response already started.") from exc
-    request = Request(scope, receive)
+    if request is None:
+        request = Request(scope, receive)
     if is_coroutine_endpoint(handler):
         response = await handler(request, exc)
     else:

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 from fastapi import APIRouter
 from fastapi.datastructures import Default, DefaultPlaceholder
-from fastapi.routing import APIRoute
+from fastapi.routing import APIRoute, request_response
 from fastapi.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -26,6 +26,8 @@ from starlette.responses import Response
 
 from . import _compat, _impl
 from ._depends import UNDECODED_KEY, DependencyTree, refuse_inclusion_dependencies
+from ._depexec import DependencyRoute
+from ._depplan import build_plan
 from ._openapi import merge_components, route_openapi
 from ._params import direct_param_specs, prepare_dependant
 from ._plan import (
@@ -238,10 +240,59 @@ class MsgspecRoute(APIRoute):
             form=spec.form,
         )
         runtime = self.twin.RouteRuntime(plan)
-        direct = None
+        handler = self._handler(spec, plan, runtime, handler)
+        app: Any = None
         if plan.direct is not None:
-            direct = _compat.wrap_body_limit(runtime, getattr(target, "max_body_size", None))
+            app = runtime
+        elif self._plans_dependencies(spec):
+            app = self._dependency_route(spec, plan, runtime, target, handler)
+        direct = None
+        if app is not None:
+            direct = _compat.wrap_body_limit(app, getattr(target, "max_body_size", None))
         setattr(target, DIRECT_ATTR, direct)
+        return handler
+
+    def _plans_dependencies(self, spec: EndpointSpec) -> bool:
+        """Whether the route's dependencies may run from a plan of ours: a response the
+        request path sends, no form, and FastAPI's own handling of this route class."""
+        return (
+            spec.output is not None
+            and spec.form is None
+            and type(self).get_route_handler is MsgspecRoute.get_route_handler
+        )
+
+    def _dependency_route(
+        self,
+        spec: EndpointSpec,
+        plan: RoutePlan,
+        runtime: Any,
+        target: Any,
+        handler: Callable[[Request], Coroutine[Any, Any, Response]],
+    ) -> Any:
+        """The direct tier's app for a route with dependencies, or None when its
+        dependencies cannot be planned (then FastAPI solves them)."""
+        root = target.dependant
+        twin = self.twin
+
+        def build(overrides: Any) -> Any:
+            return build_plan(root, spec, overrides, twin.RouteRuntime)
+
+        dependency_plan, _ = build(None)
+        if dependency_plan is None:
+            return None
+        provider = getattr(target, "dependency_overrides_provider", None)
+        return DependencyRoute(
+            runtime, plan, dependency_plan, build, provider, request_response(handler)
+        )
+
+    def _handler(
+        self,
+        spec: EndpointSpec,
+        plan: RoutePlan,
+        runtime: Any,
+        handler: Callable[[Request], Coroutine[Any, Any, Response]],
+    ) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        """The delegated tier's handler: FastAPI's, behind the request path's body."""
         has_models = bool(spec.models)
 
         def gather_models(scope: Any) -> tuple[dict[str, Any], list[Any]]:
