@@ -14,6 +14,7 @@ from typing import Any
 import fastapi.routing
 import pytest
 from fastapi import Depends
+from support import delegating_dependency
 from twins import TWIN_NAMES, Twin, get_twin
 
 import msgspec_fastapi
@@ -44,10 +45,6 @@ def twin(request: pytest.FixtureRequest) -> Twin:
     return get_twin(request.param)
 
 
-def no_op_dependency() -> None:
-    """A dependency that does nothing; its presence alone moves a route off the direct tier."""
-
-
 @pytest.fixture(params=["direct", "delegated"])
 def tier(request: pytest.FixtureRequest) -> str:
     """The tier the routes of the `router` fixture run on."""
@@ -58,8 +55,8 @@ def tier(request: pytest.FixtureRequest) -> str:
 def router(tier: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[MsgspecRouter]:
     """A MsgspecRouter whose routes run on `tier`.
 
-    On "delegated" every route gets a no-op dependency, which is enough to make FastAPI
-    solve dependencies for it. On "direct" the fixture checks, after the test, that
+    On "delegated" every route gets a dependency that only FastAPI can solve, which
+    keeps it with FastAPI's dependency solving. On "direct" the fixture checks, after the test, that
     FastAPI's dependency solving never ran: the routes really were served by the direct
     tier, so a test that passes on both tiers exercised both.
     """
@@ -72,7 +69,7 @@ def router(tier: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[MsgspecRouter
 
     monkeypatch.setattr(fastapi.routing, "solve_dependencies", counting_solve_dependencies)
     if tier == "delegated":
-        router = MsgspecRouter(dependencies=[Depends(no_op_dependency)])
+        router = MsgspecRouter(dependencies=[Depends(delegating_dependency)])
     else:
         router = MsgspecRouter()
     yield router

@@ -152,10 +152,12 @@ class _Builder:
         own_request = True
         body: tuple[tuple[str, str | None], ...] = ()
         models: tuple[tuple[str, str], ...] = ()
+        generator_dependant = use_sub
         unwrapped = unwrap_stand_in(call)
         if unwrapped is not None:
             # A dependency taking msgspec values: call it, with its values from the plan.
             call, takes = unwrapped
+            generator_dependant = replace(use_sub, call=call)
             if takes is not None:
                 own_request = takes.own_request
                 body, models = takes.body, takes.models
@@ -167,7 +169,7 @@ class _Builder:
             Step(
                 call=call,
                 kind=kind,
-                dependant=use_sub,
+                dependant=generator_dependant,
                 key=key,
                 use_cache=sub.use_cache,
                 first=first,
