@@ -23,6 +23,7 @@ import msgspec
 from fastapi import Body, Depends, FastAPI, Form, Header, Path, Query, UploadFile
 from fastapi.routing import iter_route_contexts
 from fastapi.sse import EventSourceResponse
+from support import delegating_dependency
 from twins import PerTwin, Twin
 
 from msgspec_fastapi import MsgspecRouter
@@ -130,13 +131,9 @@ PICKS: list[Any] = [
 ]
 
 
-def touch() -> None:
-    """A dependency that does nothing; it moves a route to the delegated tier."""
-
-
 def tier_router(tier: str, route_class: type[MsgspecRoute] = MsgspecRoute) -> MsgspecRouter:
     """The hostile routes, on `tier`."""
-    dependencies = [Depends(touch)] if tier == "delegated" else []
+    dependencies = [Depends(delegating_dependency)] if tier == "delegated" else []
     router = MsgspecRouter(dependencies=dependencies, route_class=route_class)
 
     @router.post("/everything")

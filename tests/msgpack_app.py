@@ -18,6 +18,7 @@ from typing import Annotated, Any
 import msgspec
 from fastapi import Body, Depends, FastAPI
 from fastapi.routing import iter_route_contexts
+from support import delegating_dependency
 from twins import PerTwin, Twin
 
 from msgspec_fastapi import MsgspecRouter
@@ -79,13 +80,9 @@ RECORD: dict[str, Any] = {
 }
 
 
-def touch() -> None:
-    """A dependency that does nothing; it moves a route to the delegated tier."""
-
-
 def tier_router(tier: str, route_class: type[MsgspecRoute] = MsgspecRoute) -> MsgspecRouter:
     """The msgpack routes, on `tier`."""
-    dependencies = [Depends(touch)] if tier == "delegated" else []
+    dependencies = [Depends(delegating_dependency)] if tier == "delegated" else []
     router = MsgspecRouter(dependencies=dependencies, route_class=route_class, msgpack=True)
 
     @router.post("/city")

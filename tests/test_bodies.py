@@ -14,7 +14,7 @@ import pydantic
 import pytest
 from fastapi import Body, Depends, File, Form, Header, HTTPException
 from fastapi.testclient import TestClient
-from support import assert_validation_error_shape, client_for
+from support import assert_validation_error_shape, client_for, delegating_dependency
 
 from msgspec_fastapi import MsgspecRouter
 
@@ -371,7 +371,7 @@ def test_body_without_content_type_is_parsed_when_the_app_is_not_strict(
 
 
 def test_body_without_content_type_is_parsed_when_the_router_is_not_strict(tier: str) -> None:
-    dependencies = [Depends(lambda: None)] if tier == "delegated" else []
+    dependencies = [Depends(delegating_dependency)] if tier == "delegated" else []
     router = MsgspecRouter(strict_content_type=False, dependencies=dependencies)
 
     @router.post("/cities")
@@ -408,7 +408,7 @@ def test_strict_route_wins_over_a_lenient_app(router: MsgspecRouter) -> None:
 
 
 def test_strict_route_wins_over_a_lenient_router(tier: str) -> None:
-    dependencies = [Depends(lambda: None)] if tier == "delegated" else []
+    dependencies = [Depends(delegating_dependency)] if tier == "delegated" else []
     router = MsgspecRouter(strict_content_type=False, dependencies=dependencies)
 
     async def create(city: City) -> str:
@@ -421,7 +421,7 @@ def test_strict_route_wins_over_a_lenient_router(tier: str) -> None:
 
 
 def test_lenient_router_wins_over_a_strict_app(tier: str) -> None:
-    dependencies = [Depends(lambda: None)] if tier == "delegated" else []
+    dependencies = [Depends(delegating_dependency)] if tier == "delegated" else []
     router = MsgspecRouter(strict_content_type=False, dependencies=dependencies)
 
     @router.post("/cities")
