@@ -30,6 +30,7 @@ from fastapi import (
 )
 from fastapi.responses import JSONResponse
 from fastapi.security import SecurityScopes
+from fastapi.telemetry._api import _RequestTelemetry
 from fastapi.testclient import TestClient
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from support import NoFields
@@ -93,7 +94,12 @@ class Pair:
             EVENTS.clear()
             response = client.request(method, url, **options)
             results.append(
-                (response.status_code, response.headers.multi_items(), response.content, list(EVENTS))
+                (
+                    response.status_code,
+                    response.headers.multi_items(),
+                    response.content,
+                    list(EVENTS),
+                )
             )
         return results
 
@@ -275,12 +281,16 @@ def uncached() -> str:
     return "u"
 
 
-def left(s: Annotated[str, Depends(shared)], u: Annotated[str, Depends(uncached, use_cache=False)]) -> str:
+def left(
+    s: Annotated[str, Depends(shared)], u: Annotated[str, Depends(uncached, use_cache=False)]
+) -> str:
     EVENTS.append("left")
     return "l"
 
 
-def right(s: Annotated[str, Depends(shared)], u: Annotated[str, Depends(uncached, use_cache=False)]) -> str:
+def right(
+    s: Annotated[str, Depends(shared)], u: Annotated[str, Depends(uncached, use_cache=False)]
+) -> str:
     EVENTS.append("right")
     return "r"
 
@@ -368,12 +378,16 @@ def test_errors_of_every_dependency_come_in_fastapis_order_with_repeats(twin: Tw
     )
 
     assert status == 422
-    assert locations(ours) == locations(theirs) == [
-        ["query", "q"],
-        ["query", "r"],
-        ["query", "q"],
-        ["query", "z"],
-    ]
+    assert (
+        locations(ours)
+        == locations(theirs)
+        == [
+            ["query", "q"],
+            ["query", "r"],
+            ["query", "q"],
+            ["query", "z"],
+        ]
+    )
     # A dependency whose parameters are fine is called, even beside failing ones.
     assert ours_events == theirs_events == ["fine", "sent"]
 
@@ -701,3 +715,65 @@ def test_dependency_taking_the_body_gets_the_decoded_struct_on_the_direct_tier(
     EVENTS.clear()
     assert client.post("/cities", json={"nam": "Oslo"}).status_code == 401
     assert EVENTS == ["token"]
+
+
+# -- streams and telemetry -----------------------------------------------------------------------
+
+
+def stream_routes(router: APIRouter) -> None:
+    @router.get("/stream")
+    async def stream(
+        db: Annotated[str, Depends(session)],
+        f: Annotated[str, Depends(function_scoped, scope="function")],
+    ) -> AsyncIterator[int]:
+        for i in range(3):
+            EVENTS.append(("item", i))
+            yield i
+
+
+def test_stream_runs_between_function_and_request_scope_teardown(twin: Twin) -> None:
+    pair = Pair(twin, stream_routes)
+
+    _, _, body, events = pair.same("GET", "/stream")
+
+    assert body == b"0\n1\n2\n"
+    assert events == [
+        "session open",
+        "function open",
+        "function close",
+        ("item", 0),
+        ("item", 1),
+        ("item", 2),
+        "sent",
+        "session close",
+    ]
+
+
+def test_request_with_a_telemetry_record_goes_to_fastapis_handler(
+    twin: Twin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    solved: list[Any] = []
+    original = fastapi.routing.solve_dependencies
+
+    async def spy(*args: Any, **kwargs: Any) -> Any:
+        solved.append(kwargs["dependant"].call)
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(fastapi.routing, "solve_dependencies", spy)
+    router = MsgspecRouter(route_class=twin.route_class)
+    session_routes(router)
+    app = FastAPI()
+    app.include_router(router)
+
+    async def with_telemetry(scope: Scope, receive: Receive, send: Send) -> None:
+        scope["fastapi.telemetry"] = _RequestTelemetry(span=None, span_method=scope["method"])
+        await app(scope, receive, send)
+
+    headers = {"authorization": "Bearer alice"}
+    assert TestClient(app).get("/me", headers=headers).json() == {"user": "alice", "db": "db"}
+    assert solved == []
+    assert TestClient(with_telemetry).get("/me", headers=headers).json() == {
+        "user": "alice",
+        "db": "db",
+    }
+    assert len(solved) == 1

@@ -20,6 +20,7 @@ from fastapi.routing import iter_route_contexts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from raw_asgi import send_request
+from support import delegating_dependency
 from twins import PerTwin, Twin, outcome
 
 from msgspec_fastapi import MsgspecRouter
@@ -56,10 +57,6 @@ RESULTS: list[Any] = [
 ]
 
 
-def touch() -> None:
-    """A dependency that forces the delegated tier."""
-
-
 def build_app(twin: Twin) -> FastAPI:
     cities = MsgspecRouter(route_class=twin.route_class)
 
@@ -67,7 +64,7 @@ def build_app(twin: Twin) -> FastAPI:
     async def validate(batch: list[City]) -> dict[str, int]:
         return {"accepted": len(batch)}
 
-    @cities.post("/cities/search", dependencies=[Depends(touch)])
+    @cities.post("/cities/search", dependencies=[Depends(delegating_dependency)])
     def search(query: Filter, page: int = Query(1, ge=1)) -> list[City]:
         return [City(query.country, page)] * query.limit
 
@@ -79,7 +76,7 @@ def build_app(twin: Twin) -> FastAPI:
     async def many(pick: int = 0) -> list[City]:
         return RESULTS[pick % len(RESULTS)]
 
-    @cities.get("/delegated/{city_id}", dependencies=[Depends(touch)])
+    @cities.get("/delegated/{city_id}", dependencies=[Depends(delegating_dependency)])
     async def one_delegated(city_id: int, pick: int = 0) -> City | None:
         return RESULTS[pick % len(RESULTS)]
 

@@ -63,7 +63,18 @@ PLANS_PER_ROUTE = 8
 class RequestState:
     """One request as its steps see it: what was read, and the objects made on need."""
 
-    __slots__ = ("body", "raw", "receive", "request", "scope", "send", "started", "sub", "tasks")
+    __slots__ = (
+        "body",
+        "raw",
+        "receive",
+        "request",
+        "scope",
+        "send",
+        "skipped",
+        "started",
+        "sub",
+        "tasks",
+    )
 
     def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
         self.scope = scope
@@ -75,6 +86,9 @@ class RequestState:
         self.sub: Response | None = None
         self.tasks: BackgroundTasks | None = None
         self.started = False
+        # Steps that cannot be called for want of a body part another part's error kept
+        # from being decoded; counted with the errors, so that their parents skip too.
+        self.skipped = 0
 
     def get_request(self) -> Request:
         request = self.request
@@ -106,7 +120,9 @@ class RequestState:
         return self.send(message)
 
 
-def arguments(step: Step, values: list[Any], errors: list[Any], state: RequestState) -> dict[str, Any]:
+def arguments(
+    step: Step, values: list[Any], errors: list[Any], state: RequestState
+) -> dict[str, Any]:
     """A step's arguments in FastAPI's order; its parameters' errors go to `errors`."""
     kwargs: dict[str, Any] = {}
     for name, index in step.steps:
@@ -122,7 +138,11 @@ def arguments(step: Step, values: list[Any], errors: list[Any], state: RequestSt
     if step.body:
         body = state.body
         if type(body) is RequestValidationError:
-            errors.extend(body_errors(body, step.body_keys))
+            own = body_errors(body, step.body_keys)
+            if own:
+                errors.extend(own)
+            else:
+                state.skipped += 1
         else:
             for name, key in step.body:
                 kwargs[name] = body if key is None else body[key]
@@ -248,9 +268,7 @@ class DependencyRoute:
         except Exception as exc:
             error = exc
         if error is not None:
-            await handle_route_exception(
-                error, scope, receive, send, state.started, state.request
-            )
+            await handle_route_exception(error, scope, receive, send, state.started, state.request)
         return None
 
     async def run_in_stacks(self, plan: DepPlan, state: RequestState) -> None:
@@ -287,9 +305,9 @@ class DependencyRoute:
         scope = state.scope
         for i in range(count):
             step = steps[i]
-            marks[i] = len(errors)
+            marks[i] = len(errors) + state.skipped
             kwargs = arguments(step, values, errors, state)
-            if len(errors) > marks[step.first]:
+            if len(errors) + state.skipped > marks[step.first]:
                 continue  # its subtree failed: FastAPI does not call it
             key = step.key
             if step.use_cache:

@@ -185,6 +185,14 @@ class _Builder:
         )
         return len(self.steps) - 1
 
+    def check_body_taken(self, steps: list[Step]) -> None:
+        """An embedded body is decoded whole: a part no step takes (its dependency
+        overridden) could fail the others', which FastAPI would not validate."""
+        if self.embedded:
+            taken = {name for step in steps for name, _ in step.body}
+            if taken != set(self.aliases):
+                raise Refused
+
     def params_of(self, dependant: Any, models: tuple[tuple[str, str], ...]) -> Any:
         specs = direct_param_specs(dependant)
         if specs is None:
@@ -274,6 +282,7 @@ def build_plan(
     builder = _Builder(spec, overrides, make_runtime)
     try:
         endpoint = builder.endpoint(root)
+        builder.check_body_taken([*builder.steps, endpoint])
     except Refused:
         return None, tuple(builder.probes)
     probes = tuple(builder.probes)
