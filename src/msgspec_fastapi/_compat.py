@@ -365,10 +365,10 @@ KNOWN_DEPENDANT_FIELDS = frozenset(
 REQUEST_STACK_KEY = "fastapi_inner_astack"
 FUNCTION_STACK_KEY = "fastapi_function_astack"
 
-# 0.165 passes the request (for its per-request cleanup cancel scope); 0.142.2 does not.
-_SOLVE_GENERATOR_TAKES_REQUEST = (
-    "request" in inspect.signature(_dep_utils._solve_generator).parameters
-)
+# Typed loosely: 0.165 takes the request (for its per-request cleanup cancel scope, read
+# through `request.scope` only), 0.142.2 does not.
+_solve_generator: Any = _dep_utils._solve_generator
+_SOLVE_GENERATOR_TAKES_REQUEST = "request" in inspect.signature(_solve_generator).parameters
 
 
 def dependant_fields(dependant: Any) -> frozenset[str]:
@@ -383,7 +383,7 @@ def dependency_cache_key(dependant: Any) -> Any:
 
 def oauth_scopes(dependant: Any) -> list[str]:
     """The security scopes of a dependant: its parents', then its own new ones."""
-    return _dep_models._get_oauth_scopes(dependant=dependant)  # type: ignore[no-any-return]
+    return _dep_models._get_oauth_scopes(dependant=dependant)
 
 
 def is_gen_callable(call: Any) -> bool:
@@ -428,10 +428,10 @@ async def solve_generator(dependant: Any, stack: Any, values: dict[str, Any], sc
     """Enter a generator dependency on `stack` exactly as solve_dependencies does: FastAPI's
     own context-manager wrappers (threadpool, shielded exit, concurrency limit)."""
     if _SOLVE_GENERATOR_TAKES_REQUEST:
-        return await _dep_utils._solve_generator(
+        return await _solve_generator(
             dependant=dependant, stack=stack, sub_values=values, request=_ScopeOnly(scope)
         )
-    return await _dep_utils._solve_generator(dependant=dependant, stack=stack, sub_values=values)
+    return await _solve_generator(dependant=dependant, stack=stack, sub_values=values)
 
 
 def response_not_awaited() -> Exception:

@@ -40,12 +40,11 @@ from ._compat import (
     solve_generator,
 )
 from ._depplan import DepPlan, Step
-from ._plan import RoutePlan
 from ._errors import handle_route_exception
+from ._plan import RoutePlan
 from ._shared import (
     DEP_ASYNC,
     DEP_GENERATOR,
-    DEP_THREAD,
     MISSING,
     SPECIAL_BACKGROUND,
     SPECIAL_REQUEST,
@@ -230,7 +229,10 @@ class DependencyRoute:
                 if i:
                     plans.insert(0, plans.pop(i))
                 return plan
-        plan, probes = self.build(overrides)
+        try:
+            plan, probes = self.build(overrides)
+        except Exception:  # whatever FastAPI makes of these overrides, it makes per request
+            return None
         plans.insert(0, (probes, plan))
         del plans[PLANS_PER_ROUTE:]
         return plan
@@ -315,7 +317,13 @@ class DependencyRoute:
                 if cached is not MISSING:
                     values[i] = cached
                     continue
-            result = await call_step(step, kwargs, scope)
+            kind = step.kind
+            if step.concurrency is not None or kind == DEP_GENERATOR:
+                result = await call_step(step, kwargs, scope)
+            elif kind == DEP_ASYNC:
+                result = await step.call(**kwargs)
+            else:
+                result = await run_in_threadpool(step.call, **kwargs)
             values[i] = result
             if cache[key] is MISSING:
                 cache[key] = result

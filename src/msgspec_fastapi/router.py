@@ -26,7 +26,6 @@ from starlette.responses import Response
 
 from . import _compat, _impl
 from ._depends import UNDECODED_KEY, DependencyTree, refuse_inclusion_dependencies
-from ._depexec import DependencyRoute
 from ._depplan import build_plan
 from ._openapi import merge_components, route_openapi
 from ._params import direct_param_specs, prepare_dependant
@@ -281,7 +280,8 @@ class MsgspecRoute(APIRoute):
         if dependency_plan is None:
             return None
         provider = getattr(target, "dependency_overrides_provider", None)
-        return DependencyRoute(
+        executor = _impl.executor_for(twin)
+        return executor.DependencyRoute(
             runtime, plan, dependency_plan, build, provider, request_response(handler)
         )
 
