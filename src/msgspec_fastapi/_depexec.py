@@ -220,11 +220,16 @@ class DependencyRoute:
         """The plan under these overrides: a recent one whose lookups all resolve as they
         did when it was built (so the build would make the same plan), else a new one."""
         plans = self.plans
-        for i, (probes, plan) in enumerate(plans):
-            try:
-                holds = all(overrides.get(call, call) is resolved for call, resolved in probes)
-            except TypeError:
-                return None
+        for i in range(len(plans)):
+            probes, plan = plans[i]
+            holds = True
+            for call, resolved in probes:
+                try:
+                    if overrides.get(call, call) is not resolved:
+                        holds = False
+                        break
+                except TypeError:  # an unhashable key: FastAPI fails on it too
+                    return None
             if holds:
                 if i:
                     plans.insert(0, plans.pop(i))
