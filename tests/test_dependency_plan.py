@@ -777,3 +777,77 @@ def test_request_with_a_telemetry_record_goes_to_fastapis_handler(
         "db": "db",
     }
     assert len(solved) == 1
+
+
+# -- more of FastAPI's corners ---------------------------------------------------------------
+
+
+async def reads_body(request: Request) -> int:
+    return len(await request.body())
+
+
+async def raises_in_teardown() -> AsyncIterator[None]:
+    yield
+    EVENTS.append("teardown raises")
+    raise HTTPException(500, "late")
+
+
+def inner_real() -> str:
+    return "inner real"
+
+
+def outer(inner: Annotated[str, Depends(inner_real)]) -> str:
+    return f"outer({inner})"
+
+
+def outer_override(inner: Annotated[str, Depends(inner_real)]) -> str:
+    return f"override({inner})"
+
+
+def corner_routes(router: APIRouter) -> None:
+    @router.get("/late")
+    async def late(_: Annotated[None, Depends(raises_in_teardown)]) -> str:
+        return "sent before the teardown"
+
+    @router.get("/nested")
+    async def nested(value: Annotated[str, Depends(outer)]) -> str:
+        return value
+
+
+def test_dependency_reading_the_request_body_gets_the_bytes_already_read(twin: Twin) -> None:
+    router = MsgspecRouter(route_class=twin.route_class)
+
+    @router.post("/body-read")
+    async def body_read(size: Annotated[int, Depends(reads_body)], city: City) -> list[Any]:
+        return [size, city.name]
+
+    assert router.routes[0].tier == "direct"  # type: ignore[attr-defined]
+    app = FastAPI()
+    app.include_router(router)
+
+    body = b'{"name": "Oslo"}'
+    headers = {"content-type": "application/json"}
+    response = TestClient(app).post("/body-read", content=body, headers=headers)
+
+    assert response.json() == [len(body), "Oslo"]
+
+
+def test_exception_from_a_teardown_after_the_response_escapes_as_in_fastapi(twin: Twin) -> None:
+    pair = Pair(twin, corner_routes)
+
+    status, _, body, events = pair.same("GET", "/late")
+
+    assert (status, body) == (200, b'"sent before the teardown"')
+    assert events == ["sent", "teardown raises"]
+
+
+def test_override_applies_inside_an_overridden_dependencys_own_tree(twin: Twin) -> None:
+    pair = Pair(twin, corner_routes)
+    for overrides in pair.overrides:
+        overrides[outer] = outer_override
+        overrides[inner_real] = lambda: "inner fake"
+
+    assert pair.same("GET", "/nested")[2] == b'"override(inner fake)"'
+    for overrides in pair.overrides:
+        del overrides[outer]
+    assert pair.same("GET", "/nested")[2] == b'"outer(inner fake)"'
