@@ -851,3 +851,40 @@ def test_override_applies_inside_an_overridden_dependencys_own_tree(twin: Twin) 
     for overrides in pair.overrides:
         del overrides[outer]
     assert pair.same("GET", "/nested")[2] == b'"outer(inner fake)"'
+
+
+class Item(msgspec.Struct):
+    title: str
+
+
+def takes_item(item: Item) -> str:
+    return item.title
+
+
+def test_override_leaving_an_embedded_body_part_to_no_dependency_goes_to_fastapi(
+    twin: Twin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    solved: list[Any] = []
+    original = fastapi.routing.solve_dependencies
+
+    async def spy(*args: Any, **kwargs: Any) -> Any:
+        solved.append(kwargs["dependant"].call)
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(fastapi.routing, "solve_dependencies", spy)
+    router = MsgspecRouter(route_class=twin.route_class)
+
+    @router.post("/parts")
+    async def parts(city: City, item: Annotated[str, Depends(takes_item)]) -> list[str]:
+        return [city.name, item]
+
+    app = FastAPI()
+    app.include_router(router)
+    client = TestClient(app)
+    body = {"city": {"name": "Oslo"}, "item": {"title": "x"}}
+
+    assert client.post("/parts", json=body).json() == ["Oslo", "x"]
+    assert solved == []
+    app.dependency_overrides[takes_item] = lambda: "overridden"
+    assert client.post("/parts", json=body).json() == ["Oslo", "overridden"]
+    assert len(solved) == 1
