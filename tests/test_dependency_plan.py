@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AsyncExitStack
 from typing import Annotated, Any
 
+import anyio
 import fastapi.routing
 import msgspec
 import pytest
@@ -28,6 +30,7 @@ from fastapi import (
     Response,
     Security,
 )
+from fastapi.dependencies.models import Dependant
 from fastapi.responses import JSONResponse
 from fastapi.security import SecurityScopes
 from fastapi.telemetry._api import _RequestTelemetry
@@ -36,7 +39,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from support import NoFields
 from twins import Twin
 
-from msgspec_fastapi import MsgspecRouter
+from msgspec_fastapi import MsgspecRouter, _compat
 
 EVENTS: list[Any] = []
 
@@ -888,3 +891,87 @@ def test_override_leaving_an_embedded_body_part_to_no_dependency_goes_to_fastapi
     app.dependency_overrides[takes_item] = lambda: "overridden"
     assert client.post("/parts", json=body).json() == ["Oslo", "overridden"]
     assert len(solved) == 1
+
+
+async def yields_twice() -> AsyncIterator[str]:
+    yield "first"
+    EVENTS.append("second yield")
+    yield "second"
+
+
+async def raises_on_throw() -> AsyncIterator[str]:
+    try:
+        yield "x"
+    except KeyError:
+        EVENTS.append("caught")
+        yield "again"
+
+
+def test_generator_that_does_not_stop_fails_as_in_fastapi(twin: Twin) -> None:
+    def build(router: APIRouter) -> None:
+        @router.get("/twice")
+        async def twice(x: Annotated[str, Depends(yields_twice)]) -> str:
+            return x
+
+        @router.get("/twice-after-error")
+        async def twice_after_error(x: Annotated[str, Depends(raises_on_throw)]) -> str:
+            raise KeyError("endpoint")
+
+    pair = Pair(twin, build)
+
+    assert pair.same("GET", "/twice")[3] == ["sent", "second yield"]
+    status, _, _, events = pair.same("GET", "/twice-after-error")
+    assert status == 500
+    assert events == ["caught", "sent"]
+
+
+@pytest.mark.parametrize("exception", [None, KeyError])
+def test_async_generator_teardown_is_shielded_and_cancellation_delivered_as_in_fastapi(
+    exception: type[Exception] | None,
+) -> None:
+    """Our entry of an async generator dependency against FastAPI's own, under a
+    cancellation that arrives while the request waits (0.165 shields the teardown)."""
+
+    async def scenario(enter: Callable[..., Any]) -> list[Any]:
+        log: list[Any] = []
+
+        async def generator() -> AsyncIterator[str]:
+            try:
+                yield "value"
+            except Exception as exc:
+                log.append(("saw", type(exc).__name__))
+                raise
+            finally:
+                log.append("teardown starts")
+                await anyio.sleep(0.01)
+                log.append("teardown ends")
+
+        scope: dict[str, Any] = {}
+        try:
+            with anyio.CancelScope() as outer:
+                try:
+                    async with AsyncExitStack() as request_stack:
+                        scope[_compat.REQUEST_STACK_KEY] = request_stack
+                        async with AsyncExitStack() as function_stack:
+                            scope[_compat.FUNCTION_STACK_KEY] = function_stack
+                            dependant = Dependant(call=generator)
+                            log.append(await enter(dependant, request_stack, scope))
+                            outer.cancel()
+                            if exception is not None:
+                                raise exception("endpoint")
+                            await anyio.sleep(1)
+                except BaseException as exc:
+                    log.append(("left", type(exc).__name__))
+                    raise
+            log.append(("cancelled caught", outer.cancelled_caught))
+        except Exception as exc:
+            log.append(("escaped", type(exc).__name__))
+        return log
+
+    async def ours(dependant: Any, stack: Any, scope: dict[str, Any]) -> Any:
+        return await _compat.solve_generator(dependant, stack, {}, scope)
+
+    async def fastapis(dependant: Any, stack: Any, scope: dict[str, Any]) -> Any:
+        return await _compat.fastapi_solve_generator(dependant, stack, {}, scope)
+
+    assert anyio.run(scenario, ours) == anyio.run(scenario, fastapis)

@@ -18,8 +18,12 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
+from anyio import CancelScope
+from anyio.lowlevel import checkpoint_if_cancelled
+from fastapi import concurrency as _fastapi_concurrency
 from fastapi import routing as _routing
 from fastapi import sse as _sse
 from fastapi.dependencies import models as _dep_models
@@ -424,9 +428,71 @@ class _ScopeOnly:
         self.scope = scope
 
 
+# 0.165 shields the teardown of async generator dependencies (none before).
+_shielded_exit: Any = getattr(_fastapi_concurrency, "_asynccontextmanager_with_shielded_exit", None)
+_CLEANUP_SCOPES_KEY = "fastapi_async_cleanup_scopes"
+
+
+class _ShieldedExit:
+    """FastAPI 0.165's `_asynccontextmanager_with_shielded_exit` around an async generator
+    dependency's context manager, as one exit callback instead of a second context
+    manager: the request's cleanup cancel scope shielded during the teardown, its shield
+    restored to what it was at set-up, then a pending cancellation delivered (only when
+    no exception leaves the teardown), in FastAPI's order."""
+
+    __slots__ = ("cleanup_scope", "cm", "was_shielded")
+
+    def __init__(self, cm: Any, cleanup_scope: CancelScope, was_shielded: bool) -> None:
+        self.cm = cm
+        self.cleanup_scope = cleanup_scope
+        self.was_shielded = was_shielded
+
+    async def __call__(self, typ: Any, exc: Any, tb: Any) -> bool:
+        self.cleanup_scope.shield = True
+        try:
+            suppressed = bool(await self.cm.__aexit__(typ, exc, tb))
+        finally:
+            self.cleanup_scope.shield = self.was_shielded
+        if typ is None or suppressed:
+            await checkpoint_if_cancelled()
+        return suppressed
+
+
+async def _enter_shielded(call: Any, stack: Any, values: dict[str, Any], scope: Scope) -> Any:
+    """`_solve_generator`'s steps for an async generator without a concurrency limit on
+    0.165, with the shielded exit as `_ShieldedExit`."""
+    cm = asynccontextmanager(call)(**values)
+    cleanup_scopes = scope.setdefault(_CLEANUP_SCOPES_KEY, {})
+    request_stack = scope[REQUEST_STACK_KEY]
+    cleanup_scope = cleanup_scopes.get(request_stack)
+    if cleanup_scope is None:
+        # Entered before the first async generator, so that it encloses their scopes.
+        cleanup_scope = request_stack.enter_context(CancelScope())
+        cleanup_scopes[request_stack] = cleanup_scope
+        request_stack.callback(cleanup_scopes.pop, request_stack)
+    was_shielded = cleanup_scope.shield
+    value = await cm.__aenter__()
+    stack.push_async_exit(_ShieldedExit(cm, cleanup_scope, was_shielded))
+    return value
+
+
 async def solve_generator(dependant: Any, stack: Any, values: dict[str, Any], scope: Scope) -> Any:
     """Enter a generator dependency on `stack` exactly as solve_dependencies does: FastAPI's
-    own context-manager wrappers (threadpool, shielded exit, concurrency limit)."""
+    own context-manager wrappers (threadpool, shielded exit, concurrency limit), the
+    shielded exit of a plain async generator as `_ShieldedExit`."""
+    if (
+        _shielded_exit is not None
+        and getattr(dependant, "concurrency", None) is None
+        and is_async_gen_callable(dependant.call)
+    ):
+        return await _enter_shielded(dependant.call, stack, values, scope)
+    return await fastapi_solve_generator(dependant, stack, values, scope)
+
+
+async def fastapi_solve_generator(
+    dependant: Any, stack: Any, values: dict[str, Any], scope: Scope
+) -> Any:
+    """FastAPI's own `_solve_generator` (for every case, and for tests of ours)."""
     if _SOLVE_GENERATOR_TAKES_REQUEST:
         return await _solve_generator(
             dependant=dependant, stack=stack, sub_values=values, request=_ScopeOnly(scope)
