@@ -1,7 +1,7 @@
 """One application that hostile-input tests send their requests to.
 
 Every route exists twice: under `/direct` on the direct tier and under `/delegated` on the
-delegated tier (a no-op dependency is enough to move a route there), except that the form
+delegated tier (a dependency only FastAPI solves keeps a route there), except that the form
 route (`/form`, in `ALWAYS_DELEGATED`) runs on the delegated tier under both prefixes.
 `build_app(twin)` puts the whole application on one twin (a `twins.Twin`), so that the
 same request can be sent to the pure and to the compiled request path; `APPS` holds one

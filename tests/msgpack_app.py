@@ -1,7 +1,8 @@
 """One application with MessagePack routes, for the msgpack table, twin comparison and fuzzer.
 
 Every route exists twice, as in `hostile_app`: under `/direct` on the direct tier and under
-`/delegated` on the delegated tier (a no-op dependency moves a route there). The router
+`/delegated` on the delegated tier (a dependency only FastAPI solves keeps a route
+there). The router
 has `msgpack=True`; `/plain` turns it off for itself. `build_app(twin)` puts the whole
 application on one twin; `APPS` holds one such app per twin.
 
