@@ -9,6 +9,8 @@ checked to be on the direct tier, so the plan, not FastAPI's solving, ran them.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack
@@ -35,6 +37,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security import SecurityScopes
 from fastapi.telemetry._api import _RequestTelemetry
 from fastapi.testclient import TestClient
+from raw_asgi import send_request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from support import NoFields
 from twins import Twin
@@ -975,3 +978,55 @@ def test_async_generator_teardown_is_shielded_and_cancellation_delivered_as_in_f
         return await _compat.fastapi_solve_generator(dependant, stack, {}, scope)
 
     assert anyio.run(scenario, ours) == anyio.run(scenario, fastapis)
+
+
+HAS_MAX_CONCURRENCY = "max_concurrency" in {
+    field.name for field in dataclasses.fields(Depends(lambda: None))
+}
+
+
+@pytest.mark.skipif(not HAS_MAX_CONCURRENCY, reason="max_concurrency is FastAPI 0.165's")
+@pytest.mark.parametrize("generator", [False, True])
+def test_max_concurrency_limits_a_dependency_across_requests_as_in_fastapi(
+    twin: Twin, generator: bool
+) -> None:
+    """Three requests at once through a dependency with max_concurrency=2: a third waits
+    (for a generator, until a teardown)."""
+    running = [0]
+
+    async def limited_function() -> int:
+        running[0] += 1
+        EVENTS.append(("running", running[0]))
+        await asyncio.sleep(0.01)
+        running[0] -= 1
+        return 1
+
+    async def limited_generator() -> AsyncIterator[int]:
+        running[0] += 1
+        EVENTS.append(("running", running[0]))
+        yield 1
+        await asyncio.sleep(0.01)
+        running[0] -= 1
+
+    limited = limited_generator if generator else limited_function
+
+    def build(router: APIRouter) -> None:
+        @router.get("/limited")
+        async def endpoint(
+            value: int = Depends(limited, max_concurrency=2),
+        ) -> int:
+            await asyncio.sleep(0.01)
+            return value
+
+    pair = Pair(twin, build)
+    results = []
+    for app in pair.apps:
+        EVENTS.clear()
+
+        async def three(app: Any = app) -> list[Any]:
+            return await asyncio.gather(*(send_request(app, "GET", b"/limited") for _ in range(3)))
+
+        replies = asyncio.run(three())
+        results.append(([reply.status for reply in replies], sorted(EVENTS)))
+    assert results[0] == results[1]
+    assert max(count for _, count in results[0][1]) == 2
