@@ -1287,3 +1287,7 @@ def router_handle(router: Any, scope: Scope, receive: Receive, send: Send) -> Aw
         if selected is not None and selected[1] is not None:
             return dispatch(selected, scope, receive, send)
     return API_ROUTER_HANDLE(router, scope, receive, send)
+
+
+# The index builder tells this twin's routes and routers from custom ones by these.
+_shared.TWIN_ENTRY_POINTS.add(route_matches, route_handle, router_matches, router_handle)
