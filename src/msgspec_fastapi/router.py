@@ -486,3 +486,21 @@ class MsgspecRouter(APIRouter):
     head = _accepting_route_options(APIRouter.head)
     patch = _accepting_route_options(APIRouter.patch)
     trace = _accepting_route_options(APIRouter.trace)
+
+
+@cache
+def router_class_for(twin: ModuleType) -> type[MsgspecRouter]:
+    """A MsgspecRouter subclass on `twin`: its inclusions' index and, by default, its routes
+    (`route_class_for`) run on it. With `install_dispatch_with(app, twin)` an application
+    runs on one twin throughout, whichever twin `_impl` picked."""
+    route_class = route_class_for(twin)
+
+    def __init__(self: MsgspecRouter, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("route_class", route_class)
+        MsgspecRouter.__init__(self, *args, **kwargs)
+
+    return type(
+        f"MsgspecRouter_{twin.IMPLEMENTATION}",
+        (MsgspecRouter,),
+        {"__init__": __init__, "matches": twin.router_matches, "handle": twin.router_handle},
+    )
