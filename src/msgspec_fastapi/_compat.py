@@ -22,6 +22,7 @@ from typing import Any
 from fastapi import routing as _routing
 from fastapi import sse as _sse
 from fastapi.dependencies.utils import solve_dependencies as _solve_dependencies
+from fastapi.exceptions import RequestValidationError
 from fastapi.openapi import utils as _openapi_utils
 from fastapi.telemetry import _api as _telemetry
 from starlette._exception_handler import _lookup_exception_handler
@@ -341,7 +342,7 @@ telemetry_data: Callable[[], Any] = _telemetry.get_telemetry_data
 operation: Callable[..., AbstractContextManager[None]] = _telemetry._operation
 # Reports a RequestValidationError: TelemetryData's body and errors, and the
 # `fastapi.validation.failed` log record.
-validation_failed: Callable[[Exception], None] = _telemetry._validation_failed
+validation_failed: Callable[[RequestValidationError], None] = _telemetry._validation_failed
 
 # The ASGI app FastAPI makes of a route handler (`APIRoute.app`, without the body limit):
 # the exit stacks dependencies need, and the application's exception handlers.

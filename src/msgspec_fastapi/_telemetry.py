@@ -69,9 +69,11 @@ def traced_handler(spec: EndpointSpec, target: Any, arguments: Arguments) -> Tra
         """The endpoint's arguments as FastAPI lists them: without what the wrapper was
         given for itself, with the body and models the request path decoded."""
         shown = {k: v for k, v in values.items() if k not in injected and v is not UNDECODED}
-        if body_names and type(body) is not RequestValidationError:
+        if type(body) is not RequestValidationError:
             for name in body_names:
                 shown[name] = body[name] if embedded else body
+        elif body_names and not embedded:
+            shown[body_names[0]] = None  # as FastAPI lists a single body that failed
         for name in model_names:
             if name in models:
                 shown[name] = models[name]
@@ -98,9 +100,11 @@ def traced_handler(spec: EndpointSpec, target: Any, arguments: Arguments) -> Tra
         values = dict(solved.values)
         runtime, request, sub_response = arguments(values)
         status, headers = sub_response.status_code, sub_response.raw_headers
+        request_headers = request.scope["headers"]
+        response: Response
         if streams:
             # FastAPI makes a stream without an endpoint or serialization span.
-            response = runtime.respond(endpoint(**values), status, headers, request.scope["headers"])
+            response = runtime.respond(endpoint(**values), status, headers, request_headers)
         else:
             with _compat.operation(name="endpoint", function=call):
                 if is_coroutine:
@@ -111,7 +115,7 @@ def traced_handler(spec: EndpointSpec, target: Any, arguments: Arguments) -> Tra
                 response = result
             else:
                 with _compat.operation(name="serialization", function=call):
-                    response = runtime.respond(result, status, headers, request.scope["headers"])
+                    response = runtime.respond(result, status, headers, request_headers)
         if response.background is None:
             response.background = solved.background_tasks
         return response

@@ -28,7 +28,6 @@ from . import _compat, _impl
 from ._depends import UNDECODED_KEY, DependencyTree, refuse_inclusion_dependencies
 from ._openapi import merge_components, route_openapi
 from ._params import direct_param_specs, prepare_dependant
-from ._telemetry import traced_handler
 from ._plan import (
     DirectPlan,
     EndpointSpec,
@@ -47,6 +46,7 @@ from ._shared import (
     NoResponse,
     RequestValidationError,
 )
+from ._telemetry import traced_handler
 from ._validation import request_invalid
 from .responses import MsgspecJSONResponse
 
@@ -262,6 +262,7 @@ class MsgspecRoute(APIRoute):
             if direct is not None:
                 runtime.traced_app = _compat.route_app(handler)
             return handler
+
         has_models = bool(spec.models)
 
         def gather_models(scope: Any) -> tuple[dict[str, Any], list[Any]]:
