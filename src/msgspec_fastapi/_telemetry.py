@@ -64,6 +64,7 @@ def traced_handler(spec: EndpointSpec, target: Any, arguments: Arguments) -> Tra
     body_names = spec.endpoint_body
     embedded = spec.body is not None and spec.body.embedded
     model_names = spec.endpoint_models
+    has_form = spec.form is not None
 
     def endpoint_values(values: dict[str, Any], body: Any, models: dict[str, Any]) -> Any:
         """The endpoint's arguments as FastAPI lists them: without what the wrapper was
@@ -85,7 +86,8 @@ def traced_handler(spec: EndpointSpec, target: Any, arguments: Arguments) -> Tra
         data = _compat.telemetry_data()
         if data is not None:
             data.request = request
-            data.body = received_body(raw)
+            # A form was parsed already: Starlette keeps it on the request.
+            data.body = await request.form() if has_form else received_body(raw)
         invalid: RequestValidationError | None = None
         with _compat.operation(name="dependencies", function=call):
             solved = await _compat.solve_dependencies(request, dependant, overrides_provider)
