@@ -4,8 +4,12 @@ Protocol: one JSON object per line. The worker first writes {"status": "ready", 
 {"status": "skipped", "reason": ...} or {"status": "error", "message": ...}; then it answers
 each command read from stdin ("warmup", "run", "quit") with one line.
 
+The ready message lists the cases the worker answers. With --deps the worker runs
+deps.DepsBench (the dependency routes) instead of Bench.
+
 Nothing at the top imports FastAPI or an app: which `msgspec_fastapi` (if any) gets imported
-depends on the variant, so load() settles sys.path before the first app import.
+depends on the variant, so load() (deps.load() with --deps) settles sys.path before the
+first app import.
 """
 
 import argparse
