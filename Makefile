@@ -79,6 +79,7 @@ bench-quick: $(VENV)/.bench-installed
 	$(PY) bench/micro.py --stream --quick --strict
 	$(PY) bench/micro.py --formats --quick
 	$(PY) bench/micro.py --models --quick
+	$(PY) bench/micro.py --deps --quick --strict
 	$(PY) bench/errors.py --quick --rounds 2
 
 # What a 422 costs: a 100-city body with one bad field and with every field bad.
@@ -97,6 +98,7 @@ bench-icount: bench-icount-tools $(VENV)/.bench-installed
 bench-icount-quick: bench-icount-tools $(VENV)/.bench-installed
 	$(PY) bench/icount.py --variants compiled,pure --routes get --requests 20
 	$(PY) bench/icount.py --models --variants compiled --routes models/dependency --requests 20
+	$(PY) bench/icount.py --deps --variants compiled --routes deps/two-get --requests 20
 
 # The service benchmark: uvicorn + SQLAlchemy, loaded by wrk; see README "Service benchmark".
 # Its own venv keeps every FastAPI variant on one FastAPI inside upstream 0.0.4's range.
