@@ -29,6 +29,7 @@ from fastapi.security import APIKeyHeader
 from fastapi.testclient import TestClient
 from starlette.requests import HTTPConnection
 from support import delegating_dependency
+from twins import Twin
 
 from msgspec_fastapi import MsgspecRoute, MsgspecRouter
 
@@ -173,8 +174,8 @@ def test_route_with_a_special_parameter_runs_direct(endpoint: Any) -> None:
         with_security,
     ],
 )
-def test_route_with_a_special_parameter_still_decodes_the_body(endpoint: Any) -> None:
-    router = MsgspecRouter()
+def test_route_with_a_special_parameter_still_decodes_the_body(endpoint: Any, twin: Twin) -> None:
+    router = twin.router_class()
     router.add_api_route("/cities", endpoint, methods=["POST"])
     app = FastAPI()
     app.include_router(router)
@@ -217,8 +218,10 @@ def test_dependency_fastapi_must_solve_makes_the_route_delegated() -> None:
 # -- the tier used at request time -----------------------------------------------------------------
 
 
-def test_direct_route_does_not_go_through_fastapi_dependency_solving(solved: list[Any]) -> None:
-    router = MsgspecRouter()
+def test_direct_route_does_not_go_through_fastapi_dependency_solving(
+    solved: list[Any], twin: Twin
+) -> None:
+    router = twin.router_class()
 
     @router.post("/cities")
     async def create(city: City) -> City:
@@ -231,8 +234,10 @@ def test_direct_route_does_not_go_through_fastapi_dependency_solving(solved: lis
     assert solved == []
 
 
-def test_delegated_route_goes_through_fastapi_dependency_solving(solved: list[Any]) -> None:
-    router = MsgspecRouter(dependencies=[Depends(delegating_dependency)])
+def test_delegated_route_goes_through_fastapi_dependency_solving(
+    solved: list[Any], twin: Twin
+) -> None:
+    router = twin.router_class(dependencies=[Depends(delegating_dependency)])
 
     @router.post("/cities")
     async def create(city: City) -> City:
@@ -246,9 +251,9 @@ def test_delegated_route_goes_through_fastapi_dependency_solving(solved: list[An
 
 
 def test_route_with_dependencies_does_not_go_through_fastapi_dependency_solving(
-    solved: list[Any],
+    solved: list[Any], twin: Twin
 ) -> None:
-    router = MsgspecRouter(dependencies=[Depends(no_op)])
+    router = twin.router_class(dependencies=[Depends(no_op)])
 
     @router.post("/cities")
     async def create(city: City, tasks: BackgroundTasks) -> City:
@@ -262,9 +267,9 @@ def test_route_with_dependencies_does_not_go_through_fastapi_dependency_solving(
 
 
 def test_app_dependency_fastapi_must_solve_makes_a_route_delegated_where_it_is_included(
-    solved: list[Any],
+    solved: list[Any], twin: Twin
 ) -> None:
-    router = MsgspecRouter()
+    router = twin.router_class()
 
     @router.post("/cities")
     async def create(city: City) -> City:
@@ -277,8 +282,8 @@ def test_app_dependency_fastapi_must_solve_makes_a_route_delegated_where_it_is_i
     assert solved == [only_route(router).endpoint]
 
 
-def test_each_inclusion_gets_its_own_tier(solved: list[Any]) -> None:
-    router = MsgspecRouter()
+def test_each_inclusion_gets_its_own_tier(solved: list[Any], twin: Twin) -> None:
+    router = twin.router_class()
 
     @router.post("/cities")
     async def create(city: City) -> City:
@@ -297,14 +302,15 @@ def test_each_inclusion_gets_its_own_tier(solved: list[Any]) -> None:
 
 def test_nested_direct_route_does_not_go_through_fastapi_dependency_solving(
     solved: list[Any],
+    twin: Twin,
 ) -> None:
-    inner = MsgspecRouter(prefix="/inner")
+    inner = twin.router_class(prefix="/inner")
 
     @inner.post("/cities/{city_id}")
     async def create(city_id: int, city: City) -> City:
         return city
 
-    outer = MsgspecRouter(prefix="/outer")
+    outer = twin.router_class(prefix="/outer")
     outer.include_router(inner)
     app = FastAPI()
     app.include_router(outer, prefix="/api")
@@ -316,7 +322,7 @@ def test_nested_direct_route_does_not_go_through_fastapi_dependency_solving(
 # -- clients cannot tell the tiers apart ---------------------------------------------------------
 
 
-def twin_app() -> TestClient:
+def twin_app(twin: Twin) -> TestClient:
     """The same endpoint at /direct/..., /planned/... (direct, with a dependency) and
     /delegated/..."""
 
@@ -337,9 +343,11 @@ def twin_app() -> TestClient:
     async def listing(city_id: int) -> list[City]:
         return [City(name="Oslo", population=city_id)]
 
-    direct = MsgspecRouter(prefix="/direct")
-    planned = MsgspecRouter(prefix="/planned", dependencies=[Depends(no_op)])
-    delegated = MsgspecRouter(prefix="/delegated", dependencies=[Depends(delegating_dependency)])
+    direct = twin.router_class(prefix="/direct")
+    planned = twin.router_class(prefix="/planned", dependencies=[Depends(no_op)])
+    delegated = twin.router_class(
+        prefix="/delegated", dependencies=[Depends(delegating_dependency)]
+    )
     for router in (direct, planned, delegated):
         router.add_api_route("/cities/{city_id}", create, methods=["POST"], status_code=201)
         router.add_api_route("/cities/{city_id}", listing, methods=["GET"])
@@ -397,9 +405,9 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any]]] = {
 
 
 @pytest.mark.parametrize("case", list(REQUESTS))
-def test_both_tiers_give_the_same_response(case: str) -> None:
+def test_both_tiers_give_the_same_response(case: str, twin: Twin) -> None:
     method, url, options = REQUESTS[case]
-    client = twin_app()
+    client = twin_app(twin)
 
     direct = client.request(method, "/direct" + url, **options)
     planned = client.request(method, "/planned" + url, **options)
@@ -411,8 +419,10 @@ def test_both_tiers_give_the_same_response(case: str) -> None:
         assert direct.content == response.content
 
 
-def test_invalid_response_raises_the_same_response_validation_error_on_both_tiers() -> None:
-    client = twin_app()
+def test_invalid_response_raises_the_same_response_validation_error_on_both_tiers(
+    twin: Twin,
+) -> None:
+    client = twin_app(twin)
     body = json_post({"name": "invalid", "population": 1})
     errors = {}
     for prefix in ("/direct", "/planned", "/delegated"):

@@ -23,8 +23,6 @@ from raw_asgi import send_request
 from support import delegating_dependency
 from twins import PerTwin, Twin, outcome
 
-from msgspec_fastapi import MsgspecRouter
-
 
 class City(msgspec.Struct):
     name: Annotated[str, msgspec.Meta(min_length=1, max_length=20)]
@@ -58,7 +56,7 @@ RESULTS: list[Any] = [
 
 
 def build_app(twin: Twin) -> FastAPI:
-    cities = MsgspecRouter(route_class=twin.route_class)
+    cities = twin.router_class()
 
     @cities.post("/cities/validate")
     async def validate(batch: list[City]) -> dict[str, int]:
