@@ -755,17 +755,19 @@ def test_stream_runs_between_function_and_request_scope_teardown(twin: Twin) -> 
     ]
 
 
-def test_request_with_a_telemetry_record_goes_to_fastapis_handler(
+def test_request_with_a_telemetry_record_goes_to_the_delegated_handling(
     twin: Twin, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The delegated handling reports an observed request as FastAPI does (`_telemetry`),
+    solving its dependencies with FastAPI's solve_dependencies."""
     solved: list[Any] = []
-    original = fastapi.routing.solve_dependencies
+    original = _compat.solve_dependencies
 
-    async def spy(*args: Any, **kwargs: Any) -> Any:
-        solved.append(kwargs["dependant"].call)
-        return await original(*args, **kwargs)
+    async def spy(request: Any, dependant: Any, provider: Any) -> Any:
+        solved.append(dependant.call)
+        return await original(request, dependant, provider)
 
-    monkeypatch.setattr(fastapi.routing, "solve_dependencies", spy)
+    monkeypatch.setattr(_compat, "solve_dependencies", spy)
     router = MsgspecRouter(route_class=twin.route_class)
     session_routes(router)
     app = FastAPI()
