@@ -17,7 +17,9 @@ Both twins implement one contract over a route's plan (`_plan.RoutePlan`):
   MessagePack) bytes: instances
   of exactly the declared Struct class (and containers of them) are trusted and encoded
   once, other values are validated against the declared type first (a failure raises
-  `ResponseValidationError`), and untyped routes are encoded as they are.
+  `ResponseValidationError`), and untyped routes are encoded as they are. A route with
+  `response_model_*` options encodes the checked value as its `_shaping.ResponseShape`
+  shapes it.
 - `RouteMatcher(route, path_regex, literal_path, convertors, endpoint, methods).match(scope)`
   is the router's test of whether a request is for an included route, run for every route
   the router tries (twice per request), with FastAPI's result.

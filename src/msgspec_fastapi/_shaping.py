@@ -132,7 +132,9 @@ def positive_indexes(node: Filter | None, length: int) -> Filter | None:
     """A filter of list indexes with negative ones counted from the end."""
     if node is None or not any(type(key) is int and key < 0 for key in node):
         return node
-    return {key + length if type(key) is int and key < 0 else key: v for key, v in node.items()}
+    return {
+        key + length if type(key) is int and key < 0 else key: entry for key, entry in node.items()
+    }
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
