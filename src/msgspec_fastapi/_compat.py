@@ -16,6 +16,7 @@ request path read its route-shaped attributes (`original_route`, `path_format`,
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from functools import cache
 from typing import Annotated, Any
@@ -165,20 +166,25 @@ def replace_validator(
     field.validate = validate
 
 
-class _HeaderProbe(BaseModel):
-    x_probe: int
-
-
-def _header_probe(probe: Annotated[_HeaderProbe, Header()]) -> None:
-    """An endpoint with a header model, for `header_model_errors_by_header_name`."""
-
-
 @cache
 def header_model_errors_by_header_name() -> bool:
     """Whether FastAPI locates a header model's field errors by the header's name
     (`["header", "x-token"]`, FastAPI 0.165) or by the field's (`["header", "x_token"]`,
-    0.142.2). FastAPI's own parameter solving is asked, once, on the first such error."""
-    dependant = get_dependant(path="/", call=_header_probe)
+    0.142.2). FastAPI's own parameter solving is asked, once, on the first such error.
+    The probe's model is made then, not at import: a Pydantic model's objects, alive for
+    good, would make every full garbage collection longer."""
+
+    class Probe(BaseModel):
+        x_probe: int
+
+    def endpoint(**values: Any) -> None:
+        """Takes one header model, as its signature says."""
+
+    parameter = inspect.Parameter(
+        "probe", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[Probe, Header()]
+    )
+    endpoint.__signature__ = inspect.Signature([parameter])  # type: ignore[attr-defined]
+    dependant = get_dependant(path="/", call=endpoint)
     _, errors = request_params_to_args(dependant.header_params, Headers({"x-probe": "?"}))
     return bool(errors[0]["loc"][-1] == "x-probe")
 
