@@ -44,7 +44,7 @@ def tier_router(twin: Twin, tier: str, **options: Any) -> MsgspecRouter:
     (every route gets a no-op dependency, so FastAPI solves dependencies for it)."""
     if tier == "delegated":
         options["dependencies"] = [Depends(no_op), *options.get("dependencies", ())]
-    return MsgspecRouter(route_class=twin.route_class, **options)
+    return twin.router_class(**options)
 
 
 def assert_tier(router: MsgspecRouter, tier: str) -> None:

@@ -18,7 +18,6 @@ from fastapi.testclient import TestClient
 from support import assert_tier, client_for, tier_router
 from twins import Twin
 
-from msgspec_fastapi import MsgspecRouter
 from msgspec_fastapi._plan import analyze_endpoint
 from msgspec_fastapi._shared import OUTPUT_SHAPED, OUTPUT_TRUSTED
 
@@ -306,7 +305,7 @@ def test_options_shape_each_stream_item_as_fastapi_does(twin: Twin, tier: str, s
 
 def test_openapi_is_unchanged_by_the_options(twin: Twin) -> None:
     def document(**options: Any) -> Any:
-        router = MsgspecRouter(route_class=twin.route_class)
+        router = twin.router_class()
         router.add_api_route("/order", lambda: ORDER, response_model=Order, **options)
         app = FastAPI()
         app.include_router(router)
@@ -350,7 +349,7 @@ def test_only_options_that_change_the_response_leave_the_trusted_path(
 def test_an_include_or_exclude_pydantic_would_refuse_is_refused_at_registration(
     twin: Twin, options: dict[str, Any]
 ) -> None:
-    router = MsgspecRouter(route_class=twin.route_class)
+    router = twin.router_class()
 
     with pytest.raises(TypeError, match=r"response_model_(include|exclude)"):
         router.add_api_route("/order", lambda: ORDER, response_model=Order, **options)
