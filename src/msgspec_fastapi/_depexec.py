@@ -275,7 +275,9 @@ class DependencyRoute:
         except Exception as exc:
             error = exc
         if error is not None:
-            await handle_route_exception(error, scope, receive, send, state.started, state.request)
+            await handle_route_exception(
+                error, scope, receive, send, state.started, state.raw, state.request
+            )
         return None
 
     async def run_in_stacks(self, plan: DepPlan, state: RequestState) -> None:

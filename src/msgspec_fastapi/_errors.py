@@ -6,7 +6,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
-from ._compat import exception_handler
+from ._compat import cache_request_body, exception_handler
 from ._types import is_coroutine_endpoint
 
 
@@ -16,6 +16,7 @@ async def handle_route_exception(
     receive: Receive,
     send: Send,
     started: bool,
+    raw: bytes | None,
     request: Request | None = None,
 ) -> None:
     """Give `exc` to the application's handler for it, or raise it on.
@@ -23,7 +24,10 @@ async def handle_route_exception(
     FastAPI routes handle exceptions inside the route (so that a route-level body limit
     and the dependency exit stacks see the handled response); the direct tier does the
     same, with Starlette's lookup of the handler. The handler gets `request` when the
-    route made one (its dependencies and endpoint saw that object), else a new one.
+    route made one (its dependencies and endpoint saw that object), else a new one; `raw`
+    is the body the request path read (None if it read none): the new Request returns it
+    from `body()`, as FastAPI's handler gets the route's Request with the body it read,
+    where reading `receive` again would wait for a body already taken.
     """
     handler = exception_handler(scope, exc)
     if handler is None:
@@ -31,7 +35,9 @@ async def handle_route_exception(
     if started:
         raise RuntimeError("Caught handled exception, but response already started.") from exc
     if request is None:
-        request = Request(scope, receive)
+        request = Request(scope, receive, send)
+        if raw is not None:
+            cache_request_body(request, raw)
     if is_coroutine_endpoint(handler):
         response = await handler(request, exc)
     else:
