@@ -45,15 +45,14 @@ def assert_validation_error_shape(payload: Any, first_loc: str) -> None:
         assert isinstance(error["type"], str)
 
 
-def no_op() -> None:
-    """A dependency that does nothing; on a route it keeps the route off the direct tier."""
-
-
 def tier_router(twin: Twin, tier: str, **options: Any) -> MsgspecRouter:
     """A MsgspecRouter whose routes run on `twin`, on `tier`: "direct", or "delegated"
-    (every route gets a no-op dependency, so FastAPI solves dependencies for it)."""
+    (every route gets a dependency only FastAPI solves, so FastAPI solves them)."""
     if tier == "delegated":
-        options["dependencies"] = [Depends(no_op), *options.get("dependencies", ())]
+        options["dependencies"] = [
+            Depends(delegating_dependency),
+            *options.get("dependencies", ()),
+        ]
     return twin.router_class(**options)
 
 
