@@ -43,6 +43,7 @@ class Note(pydantic.BaseModel):
 
 
 OSLO = {"name": "Oslo", "population": 709_037}
+JSON = {"content-type": "application/json"}
 
 
 class LevelResponse(JSONResponse):
@@ -317,6 +318,21 @@ def test_route_class_with_its_own_request_class_has_the_body_read_through_it(twi
     assert (response.status_code, response.json()) == (200, 6)
 
 
+def test_route_class_with_its_own_handler_keeps_the_body_limit(twin: Twin) -> None:
+    router = router_for(twin, route_class=TimedRoute, max_body_size=8)
+
+    @router.post("/sum")
+    async def total(numbers: Annotated[list[int], Body()]) -> int:
+        return sum(numbers)
+
+    app = FastAPI()
+    app.include_router(router)
+    test_client = client(app, twin)
+
+    assert test_client.post("/sum", content=b"[1,2,3]", headers=JSON).json() == 6
+    assert test_client.post("/sum", content=b"[1,2,3,4,5]", headers=JSON).status_code == 413
+
+
 @pytest.mark.parametrize("dispatch", [False, True], ids=["fastapi-loop", "dispatch"])
 def test_route_class_with_its_own_matches_is_asked_for_every_request(
     twin: Twin, dispatch: bool
@@ -339,6 +355,33 @@ def test_route_class_with_its_own_matches_is_asked_for_every_request(
 
     assert test_client.get("/api/items").status_code == 404
     assert test_client.get("/api/items", headers={"x-match": "yes"}).json() == [1]
+
+
+@pytest.mark.parametrize("dispatch", [False, True], ids=["fastapi-loop", "dispatch"])
+@pytest.mark.parametrize("tier", TIERS)
+def test_route_class_with_its_own_handle_is_called_for_its_requests(
+    twin: Twin, tier: str, dispatch: bool
+) -> None:
+    handled: list[str] = []
+
+    class TrackingRoute(APIRoute):
+        async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+            handled.append(scope["path"])
+            await super().handle(scope, receive, send)
+
+    router = router_for(twin, tier, route_class=TrackingRoute)
+
+    @router.post("/cities")
+    async def create(city: City) -> City:
+        return city
+
+    app = FastAPI()
+    app.include_router(router, prefix="/api")
+    test_client = client(app, twin) if dispatch else TestClient(app)
+
+    assert test_client.post("/api/cities", json=OSLO).json() == OSLO
+    assert handled == ["/api/cities"]
+    assert router.routes[0].tier == tier  # type: ignore[attr-defined]
 
 
 def test_msgspec_route_subclass_with_its_own_handler_runs_it_for_a_route_that_could_run_direct(

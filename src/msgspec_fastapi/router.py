@@ -565,11 +565,9 @@ class MsgspecRouter(APIRouter):
         if registered is None or isinstance(registered, DefaultPlaceholder):
             registered = self.default_response_class
         response_class = _resolve(registered)
-        # A class chosen here is the route's wherever it is included; without one, each
-        # inclusion's default decides (`MsgspecRoute._output_for`).
-        untyped_allowed = isinstance(registered, DefaultPlaceholder) or _renders_as_msgspec(
-            response_class
-        )
+        # A class chosen here is the route's wherever it is included; without one (our
+        # placeholder), each inclusion's default decides (`MsgspecRoute._output_for`).
+        untyped_allowed = _renders_as_msgspec(response_class)
         sse = isinstance(response_class, type) and issubclass(response_class, EventSourceResponse)
         # What responses are labelled and documented with: the class the route responds with.
         media_type = getattr(response_class, "media_type", None) or "application/json"
