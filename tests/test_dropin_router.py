@@ -18,11 +18,12 @@ from fastapi.exceptions import ResponseValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from fastapi.routing import APIRoute, iter_route_contexts
 from fastapi.testclient import TestClient
+from openapi_spec_validator import validate
 from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 from twins import Twin
 
-from msgspec_fastapi import MsgspecJSONResponse, MsgspecRouter
+from msgspec_fastapi import MsgspecJSONResponse, MsgspecRouter, install_openapi
 from msgspec_fastapi._routing import install_dispatch_with
 from msgspec_fastapi._shared import DIRECT_ATTR
 from msgspec_fastapi.router import MsgspecRoute
@@ -514,6 +515,34 @@ def test_mixed_body_errors_list_fastapis_and_ours_located_by_name(twin: Twin) ->
     assert response.status_code == 422
     locs = [error["loc"] for error in response.json()["detail"]]
     assert locs == [["body", "note", "text"], ["body", "city", "population"]]
+
+
+def test_mixed_body_is_documented_as_fastapis_body_model_and_ours_in_one_object(
+    twin: Twin,
+) -> None:
+    router = router_for(twin)
+
+    @router.post("/cities")
+    async def create(city: City, note: Note) -> None: ...
+
+    app = FastAPI()
+    app.include_router(router, prefix="/api")
+    install_openapi(app, router)
+    document = TestClient(app).get("/openapi.json").json()
+    validate(document)
+
+    request_body = document["paths"]["/api/cities"]["post"]["requestBody"]
+    schema = request_body["content"]["application/json"]["schema"]
+    fastapi_model = schema["$ref"].removeprefix("#/components/schemas/")
+    assert request_body["required"] is True
+    assert list(document["components"]["schemas"][fastapi_model]["properties"]) == ["note"]
+    assert schema["allOf"] == [
+        {
+            "type": "object",
+            "properties": {"city": {"$ref": "#/components/schemas/City"}},
+            "required": ["city"],
+        }
+    ]
 
 
 def test_single_msgspec_body_beside_an_inclusions_body_dependency_is_read_by_name(

@@ -114,6 +114,13 @@ def embed_body_fields(route: Any) -> None:
     )
 
 
+def body_model(route: Any) -> tuple[str, bool]:
+    """The component name FastAPI documents the route's embedded body fields under (its
+    body model's name), and whether that body is required."""
+    info = route.body_field.field_info
+    return info.annotation.__name__, bool(info.is_required())
+
+
 def building_context() -> Any | None:
     """The inclusion context whose handler is being built, or None for the route itself."""
     return _effective_route_context_var.get()

@@ -18,6 +18,7 @@ from functools import cache, wraps
 from types import ModuleType
 from typing import Any, ClassVar
 
+import msgspec
 from fastapi import APIRouter
 from fastapi.datastructures import Default, DefaultPlaceholder
 from fastapi.routing import APIRoute
@@ -29,7 +30,7 @@ from starlette.responses import Response
 
 from . import _compat, _impl
 from ._depends import UNDECODED_KEY, DependencyTree, refuse_inclusion_dependencies
-from ._openapi import merge_components, route_openapi
+from ._openapi import merge_components, mixed_request_body, route_openapi
 from ._params import direct_param_specs, prepare_dependant
 from ._plan import (
     DirectPlan,
@@ -225,6 +226,8 @@ class MsgspecRoute(APIRoute):
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         # Only used before FastAPI 0.164, which has no max_body_size of its own.
         self.msgspec_max_body_size = _ROUTE_LIMIT.get()
+        # As registered: each place the route is included may document its body anew.
+        self.msgspec_openapi_extra: dict[str, Any] | None = kwargs.get("openapi_extra")
         super().__init__(path, endpoint, **kwargs)
         direct = getattr(self, DIRECT_ATTR, None)
         if direct is not None:
@@ -277,9 +280,15 @@ class MsgspecRoute(APIRoute):
                 # by its key, as it does when they are not the only ones, and the
                 # request path decodes ours from the same object.
                 _compat.embed_body_fields(target)
+                key = None
                 if not body.embedded:
                     single = body.names[0]
                     body = embedded_body_plan(spec)
+                    key = msgspec.structs.fields(body.decode_type)[0].encode_name
+                model, required = _compat.body_model(target)
+                target.openapi_extra = mixed_request_body(
+                    self.msgspec_openapi_extra, model, required, key
+                )
         handler = super().get_route_handler()
         if spec is None:
             return handler
