@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import msgspec
 import pydantic
 import pytest
-from fastapi import APIRouter, Body, Depends, FastAPI, Request, Response
+from fastapi import APIRouter, Body, Depends, FastAPI, Query, Request, Response
 from fastapi.exceptions import ResponseValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from fastapi.routing import APIRoute, iter_route_contexts
@@ -484,6 +484,27 @@ def test_pydantic_only_parameter_type_is_validated_as_fastapi_does(twin: Twin, u
 
     assert (ours.status_code, ours.json()) == (theirs.status_code, theirs.json())
     assert router.routes[0].tier == "delegated"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("url", ["https://example.com/hook", "not a url"])
+def test_pydantic_only_parameter_beside_a_msgspec_body_is_validated_as_fastapi_does(
+    twin: Twin, url: str
+) -> None:
+    def build(router: APIRouter, city_type: Any) -> FastAPI:
+        async def create(city: Any, callback_url: Annotated[pydantic.AnyUrl, Query()]) -> Any:
+            return {"city": city.name, "url": str(callback_url)}
+
+        create.__annotations__["city"] = city_type
+        router.add_api_route("/cities", create, methods=["POST"])
+        app = FastAPI()
+        app.include_router(router)
+        return app
+
+    query = {"callback_url": url}
+    ours = client(build(router_for(twin), City), twin).post("/cities", params=query, json=OSLO)
+    theirs = TestClient(build(APIRouter(), PydanticCity)).post("/cities", params=query, json=OSLO)
+
+    assert (ours.status_code, ours.json()) == (theirs.status_code, theirs.json())
 
 
 def test_msgspec_body_beside_a_pydantic_body_reads_both_embedded_by_name(twin: Twin) -> None:
