@@ -24,7 +24,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from twins import Twin
 
 from msgspec_fastapi import MsgspecJSONResponse, MsgspecRouter, install_openapi
-from msgspec_fastapi._routing import install_dispatch_with
 from msgspec_fastapi._shared import DIRECT_ATTR
 from msgspec_fastapi.router import MsgspecRoute
 
@@ -63,11 +62,10 @@ TIERS = ["direct", "delegated"]
 
 
 def router_for(twin: Twin, tier: str = "direct", **options: Any) -> MsgspecRouter:
-    """A MsgspecRouter whose routes run on `twin`, with a dependency on "delegated"."""
-    twin_router = type("TwinRouter", (MsgspecRouter,), {"base_route_class": twin.route_class})
+    """A MsgspecRouter on `twin`, with a dependency on "delegated"."""
     if tier == "delegated":
         options["dependencies"] = [*options.get("dependencies", ()), Depends(no_op)]
-    return twin_router(**options)  # type: ignore[no-any-return]
+    return twin.router_class(**options)
 
 
 def answers(response: Any) -> tuple[int, str, bytes]:
@@ -75,7 +73,7 @@ def answers(response: Any) -> tuple[int, str, bytes]:
 
 
 def client(app: FastAPI, twin: Twin, **options: Any) -> TestClient:
-    install_dispatch_with(app, twin.module)
+    twin.install_dispatch(app)
     return TestClient(app, **options)
 
 
@@ -399,7 +397,7 @@ def test_msgspec_route_subclass_with_its_own_handler_runs_it_for_a_route_that_co
 
             return timed
 
-    router = MsgspecRouter(route_class=TimedMsgspecRoute)
+    router = twin.router_class(route_class=TimedMsgspecRoute)
 
     @router.post("/cities")
     async def create(city: City) -> City:
@@ -618,7 +616,7 @@ def test_route_context_and_scope_show_the_users_endpoint(
     app.include_router(router, prefix="/api")
     recorder = RecordScope(app)
     if dispatch:
-        install_dispatch_with(app, twin.module)
+        twin.install_dispatch(app)
 
     assert TestClient(recorder).post("/api/cities", json=OSLO).json() == OSLO
     assert recorder.scope["endpoint"] is create

@@ -47,15 +47,21 @@ from ._shared import (
     REACHED_KEY,
     SCOPE_KEY,
     STREAM_NONE,
+    TELEMETRY_SCOPE_KEY,
     ClientDisconnect,
     NoResponse,
     RequestValidationError,
     body_too_large,
 )
+from ._telemetry import traced_handler
 from ._validation import request_invalid
 from .responses import MsgspecJSONResponse
 
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
 _SPEC_ATTR = "__msgspec_spec__"
+# The wrapper's `arguments`, which the handling of an observed request shares.
+_ARGUMENTS_ATTR = "__msgspec_arguments__"
 
 # Who renders a route's responses where it is included (`MsgspecRoute._output_for`).
 _RESPOND_FASTAPI = 0  # FastAPI, from what the endpoint returned
@@ -126,8 +132,10 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
     # A generator endpoint's call only makes the generator: no threadpool, no await.
     streams = spec.output is not None and spec.output.stream != STREAM_NONE
 
-    @wraps(endpoint)
-    async def wrapper(**values: Any) -> Any:
+    def arguments(values: dict[str, Any]) -> tuple[Any, Request, Response]:
+        """Fill in what the request path read, or raise its 422; how the response is made
+        where the route is included (`MsgspecRoute._output_for`; None: FastAPI makes it
+        from the result), the request and the sub-response FastAPI made."""
         request = values.pop(request_name) if pop_request else values[request_name]
         sub_response = values.pop(response_name) if pop_response else values[response_name]
         respond, body, raw, models, model_errors = request.scope[SCOPE_KEY]
@@ -148,6 +156,11 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
                     values[name] = body[name]
             else:
                 values[body_names[0]] = body
+        return respond, request, sub_response
+
+    @wraps(endpoint)
+    async def wrapper(**values: Any) -> Any:
+        respond, request, sub_response = arguments(values)
         if streams:
             result = endpoint(**values)
         elif is_coroutine:
@@ -166,6 +179,7 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
         # returns the stream itself.
         del wrapper.__wrapped__
     setattr(wrapper, _SPEC_ATTR, spec)
+    setattr(wrapper, _ARGUMENTS_ATTR, arguments)
     return wrapper
 
 
@@ -252,7 +266,7 @@ class MsgspecRoute(APIRoute):
         self.msgspec_wrapper = value
         self.msgspec_endpoint = value if spec is None else spec.endpoint
 
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+    def get_route_handler(self) -> Handler:
         context = _compat.building_context()
         target: Any = context if context is not None and context.original_route is self else self
         spec = self.msgspec_spec
@@ -321,6 +335,14 @@ class MsgspecRoute(APIRoute):
         if plan.direct is not None:
             direct = _compat.wrap_body_limit(runtime, getattr(target, "max_body_size", None))
         setattr(target, DIRECT_ATTR, direct)
+
+        def served(handler: Handler) -> Handler:
+            """`handler`, which a direct-tier route's runtime hands the requests FastAPI's
+            telemetry observes (`RouteRuntime.traced_app`)."""
+            if direct is not None:
+                runtime.traced_app = _compat.route_app(handler)
+            return handler
+
         has_models = bool(spec.models)
         respond: Callable[..., Any] | None = None
         if respond_as == _RESPOND_MSGSPEC:
@@ -339,11 +361,20 @@ class MsgspecRoute(APIRoute):
                 runtime.extract_models(scope, values, errors)
             return values, errors
 
+        # What FastAPI's telemetry, when it observes a request, sees of the route: see
+        # `_telemetry`. Not for a route whose body or response FastAPI handles itself, nor
+        # one whose endpoint an integration wrapped (FastAPI's handler calls the wrapper).
+        traced = None
+        if respond_as == _RESPOND_MSGSPEC and target.body_field is None and not wrapped:
+            traced = traced_handler(spec, target, getattr(self.msgspec_wrapper, _ARGUMENTS_ATTR))
+
         async def delegate(
             request: Request, body: Any, raw: bytes | None, models: Any, model_errors: list[Any]
         ) -> Response:
             """FastAPI's handler, with what the request path read left for the wrapper."""
             request.scope[SCOPE_KEY] = (respond, body, raw, models, model_errors)
+            if traced is not None and request.scope.get(TELEMETRY_SCOPE_KEY) is not None:
+                return await traced(request, body, raw, models, model_errors)
             try:
                 return await handler(request)
             except RequestValidationError as exc:
@@ -378,7 +409,7 @@ class MsgspecRoute(APIRoute):
                 models, model_errors = gather_models(request.scope)
                 return await delegate(request, None, None, models, model_errors)
 
-            return handle
+            return served(handle)
 
         reads_raw = plan.max_body_size >= 0 and not own_handler
         checks_size = plan.max_body_size >= 0 and own_handler
@@ -401,7 +432,7 @@ class MsgspecRoute(APIRoute):
             models, model_errors = gather_models(request.scope)
             return await delegate(request, body, raw, models, model_errors)
 
-        return handle_with_body
+        return served(handle_with_body)
 
     @staticmethod
     def _output_for(
@@ -638,3 +669,20 @@ class MsgspecRouter(APIRouter):
     head = _accepting_route_options(APIRouter.head)
     patch = _accepting_route_options(APIRouter.patch)
     trace = _accepting_route_options(APIRouter.trace)
+
+
+@cache
+def router_class_for(twin: ModuleType) -> type[MsgspecRouter]:
+    """A MsgspecRouter subclass on `twin`: its inclusions' index and, by default, its routes
+    (`route_class_for`) run on it. With `install_dispatch_with(app, twin)` an application
+    runs on one twin throughout, whichever twin `_impl` picked. An APIRoute subclass given
+    as `route_class` is combined with the twin's route class (`base_route_class`)."""
+    return type(
+        f"MsgspecRouter_{twin.IMPLEMENTATION}",
+        (MsgspecRouter,),
+        {
+            "base_route_class": route_class_for(twin),
+            "matches": twin.router_matches,
+            "handle": twin.router_handle,
+        },
+    )
