@@ -195,6 +195,32 @@ def test_typed_route_is_rendered_by_the_inclusions_response_class_as_fastapi_doe
     assert ours.headers["content-type"] == LevelResponse.media_type
 
 
+def test_response_model_options_apply_before_the_response_class_renders(twin: Twin) -> None:
+    class Town(msgspec.Struct):
+        name: str
+        mayor: str | None = None
+
+    class PydanticTown(pydantic.BaseModel):
+        name: str
+        mayor: str | None = None
+
+    def build(router: APIRouter, town_type: Any) -> FastAPI:
+        async def town() -> Any:
+            return town_type(name="Oslo")
+
+        town.__annotations__["return"] = town_type
+        router.add_api_route("/town", town, response_model_exclude_none=True)
+        app = FastAPI()
+        app.include_router(router, default_response_class=LevelResponse)
+        return app
+
+    ours = client(build(router_for(twin), Town), twin).get("/town")
+    theirs = TestClient(build(APIRouter(), PydanticTown)).get("/town")
+
+    assert answers(ours) == answers(theirs)
+    assert ours.json() == {"name": "Oslo"}
+
+
 def test_typed_route_result_is_checked_before_the_response_class_renders_it(twin: Twin) -> None:
     router = router_for(twin)
 
