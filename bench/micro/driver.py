@@ -35,6 +35,8 @@ variants are skipped, with the reason, while this msgspec_fastapi cannot stream.
     python bench/micro.py --stream --quick     # smoke run of the streaming mode
     python bench/micro.py --deps               # dependencies (micro/deps.py)
     python bench/micro.py --deps --quick --strict   # its smoke run: every variant answers
+    python bench/micro.py --deps --server      # behind uvicorn, loaded by wrk (micro/server.py)
+    python bench/micro.py --deps --server --quick --strict   # its smoke run
 """
 
 import argparse
@@ -53,7 +55,17 @@ from typing import Any, TextIO
 
 from common import BENCH, ensure_upstream, log, versions
 
-from . import cities, deps, deps_report, formats, models, routetable, routetable_report, streams
+from . import (
+    cities,
+    deps,
+    deps_report,
+    formats,
+    models,
+    routetable,
+    routetable_report,
+    server,
+    streams,
+)
 
 VARIANTS = ("compiled", "pure", "upstream", "pydantic", "litestar", "floor")
 # The variants with streaming routes (--stream); the first is the base of the ratios.
@@ -208,6 +220,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         " with an unrelated override set; with Litestar, the floor and a bare ASGI app",
     )
     parser.add_argument(
+        "--server",
+        action="store_true",
+        help="with --deps: each variant's app behind uvicorn pinned to --cpu (default the"
+        " first CPU), loaded by wrk pinned to --client-cpu; requests/s (micro/server.py)",
+    )
+    parser.add_argument(
+        "--duration", type=int, help="--server: seconds wrk loads each route per round (5)"
+    )
+    parser.add_argument(
+        "--connections", type=int, default=20, help="--server: wrk's connections (default 20)"
+    )
+    parser.add_argument("--client-cpu", type=int, help="--server: wrk's CPU (default the other)")
+    parser.add_argument(
         "--variants",
         type=_csv(TABLE_VARIANTS),
         help=f"{','.join(VARIANTS)}; with --routers also app-floor,bare, with --deps also"
@@ -216,8 +241,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--routes",
         help=f"{','.join(cities.ROUTE_KEYS)}; with --routers"
-        f" {','.join(routetable.ROUTE_KEYS)}; with --deps {','.join(deps.CASE_KEYS)}"
-        " (default: all)",
+        f" {','.join(routetable.ROUTE_KEYS)}; with --deps {','.join(deps.CASE_KEYS)};"
+        f" with --deps --server {','.join(server.ROUTE_KEYS)} (default: all; --server:"
+        f" {','.join(server.DEFAULT_ROUTES)})",
     )
     parser.add_argument(
         "--models",
@@ -230,7 +256,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="JSON against MessagePack on the validate and list routes, compiled and pure",
     )
-    parser.add_argument("--cpu", type=int, help="CPU to pin every worker to (default: the last)")
+    parser.add_argument(
+        "--cpu",
+        type=int,
+        help="CPU to pin every worker to (default: the last); --server: the servers' CPU"
+        " (default: the first)",
+    )
     parser.add_argument("--json", type=Path, metavar="PATH", help="write all results here")
     parser.add_argument(
         "--batch-seconds", type=float, help="target time of one timed batch (default 0.1)"
@@ -252,6 +283,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         " pip install -r bench/requirements-plot.txt)",
     )
     args = parser.parse_args(argv)
+    if args.server:
+        server.settle(parser, args)
+        return args
     try:
         args.modes = _modes(parser, args)
     except argparse.ArgumentTypeError as error:
@@ -677,6 +711,8 @@ def main(argv: list[str] | None = None) -> int:
         "cpu_count": os.cpu_count(),
         **versions(VERSIONED),
     }
+    if args.server:
+        return server.run(args, meta)
     if args.formats:
         return formats.run(args)
     if args.models:
