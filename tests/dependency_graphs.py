@@ -25,7 +25,6 @@ twin and raises `Divergence` at the first answer that differs.
 from __future__ import annotations
 
 import contextvars
-import functools
 import inspect
 import json
 import threading
@@ -46,8 +45,6 @@ from starlette.background import BackgroundTask, BackgroundTasks
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
 from twins import Twin, outcome
-
-from msgspec_fastapi import MsgspecRouter
 
 # What the installed FastAPI's `Depends` takes (0.142.2 has `scope`, 0.165 also
 # `max_concurrency`).
@@ -580,9 +577,7 @@ class Built:
 
 
 def router_class_for(twin: Twin | None) -> Callable[..., Any]:
-    if twin is None:
-        return APIRouter
-    return functools.partial(MsgspecRouter, route_class=twin.route_class)
+    return APIRouter if twin is None else twin.router_class
 
 
 def build(graph: Graph, twin: Twin | None, wrap: Callable[[str, Any], Any] | None = None) -> Built:
