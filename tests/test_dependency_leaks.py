@@ -2,13 +2,13 @@
 
 The routes below take their database session from an async generator (request scope,
 torn down after the response), a transaction from a sync generator (function scope, torn
-down before it), the current user from a header, a Struct body through a dependency, and background
-tasks; requests succeed, fail with an HTTPException in a dependency, in a generator's
-set-up and in the endpoint (which the transaction generator replaces), fail validation
-(422 for a path parameter and for the body, 400 for malformed JSON), raise a handled
-exception in a teardown, and leave mid-body (the client disconnects). They go as raw ASGI
-calls on one event loop to the twin the session runs (compiled or pure), as in
-tests/test_leaks.py, which this test measures as.
+down before it), the current user from a header, a Struct body through a dependency, and
+background tasks; requests succeed, fail with an HTTPException in a dependency, in a
+generator's set-up and in the endpoint (which the transaction generator replaces), fail
+validation (422 for a path parameter and for the body, 400 for malformed JSON), raise a
+handled exception in a teardown, and leave mid-body (the client disconnects). They go as
+raw ASGI calls on one event loop, to each twin in turn, measured as tests/test_leaks.py
+measures.
 
 After a warm-up: every generator set up was torn down (counted), no generator object of
 these dependencies is alive, and the memory tracemalloc sees (over the first 5% of the
@@ -34,9 +34,7 @@ import pytest
 from fastapi import BackgroundTasks, Depends, FastAPI, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
 from raw_asgi import JSON, send_request
-
-import msgspec_fastapi
-from msgspec_fastapi import MsgspecRouter
+from twins import TWIN_NAMES, Twin, get_twin
 
 pytestmark = [
     pytest.mark.slow,
@@ -111,10 +109,6 @@ def get_item(item: Item) -> Item:
     return item
 
 
-router = MsgspecRouter(dependencies=[Depends(audit)])
-
-
-@router.get("/items/{n}")
 async def read(
     n: int,
     rows: Annotated[list[int], Depends(transaction, scope="function")],
@@ -127,7 +121,6 @@ async def read(
     return Item(user, rows[0] + n)
 
 
-@router.post("/items", status_code=201)
 def create(
     item: Annotated[Item, Depends(get_item)],
     rows: Annotated[list[int], Depends(transaction, scope="function")],
@@ -135,7 +128,10 @@ def create(
     return Item(item.name, item.qty + len(rows))
 
 
-def build_app() -> FastAPI:
+def build_app(twin: Twin) -> FastAPI:
+    router = twin.router_class(dependencies=[Depends(audit)])
+    router.add_api_route("/items/{n}", read, methods=["GET"])
+    router.add_api_route("/items", create, methods=["POST"], status_code=201)
     app = FastAPI()
     app.include_router(router)
 
@@ -196,13 +192,15 @@ def live_generators() -> list[Any]:
     ]
 
 
-@pytest.fixture(scope="module")
-def measured() -> dict[str, Any]:
-    """Warm up, then send REQUESTS requests; what changed (measured as tests/test_leaks.py)."""
+@pytest.fixture(scope="module", params=TWIN_NAMES)
+def measured(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """Warm up, then send REQUESTS requests to the app on one twin; what changed
+    (measured as tests/test_leaks.py)."""
+    twin = get_twin(request.param)
     OPENED.clear()
     CLOSED.clear()
     TASKS.clear()
-    app = build_app()
+    app = build_app(twin)
     runner = asyncio.Runner()
     try:
         seen = runner.run(send_all(app, WARM_UP))
@@ -224,7 +222,7 @@ def measured() -> dict[str, Any]:
         runner.close()
     print(
         f"\n{WARM_UP} + {REQUESTS} requests through generator dependencies on the "
-        f"{msgspec_fastapi.IMPLEMENTATION} twin: set up {dict(OPENED)}, torn down "
+        f"{twin.name} twin: set up {dict(OPENED)}, torn down "
         f"{dict(CLOSED)}; traced memory {traced_after - traced_before:+} B over {TRACED}, "
         f"resident set {rss_after - rss_before:+} B and memory blocks "
         f"{blocks_after - blocks_before:+} over {REQUESTS - TRACED}"
