@@ -99,7 +99,7 @@ def routers(twin: Twin, tier: str) -> tuple[MsgspecRouter, APIRouter]:
     """A MsgspecRouter on `twin` and a plain APIRouter, both with `tier`'s dependencies."""
     dependencies = [Depends(no_op_dependency)] if tier == "delegated" else []
     return (
-        MsgspecRouter(route_class=twin.route_class, dependencies=dependencies),
+        twin.router_class(dependencies=dependencies),
         APIRouter(dependencies=dependencies),
     )
 
@@ -446,6 +446,25 @@ def test_invalid_item_error_is_the_routers_response_validation_error(twin: Twin,
     assert error["loc"] == ("response",)
     assert error["type"] == "value_error.msgspec"
     assert "population" in error["msg"]
+
+
+def test_an_item_msgspec_cannot_encode_under_any_is_a_response_validation_error(
+    twin: Twin, tier: str
+) -> None:
+    # Any converts nothing, so the key msgspec cannot encode is only found by encoding:
+    # it fails as an invalid item does, not as a TypeError.
+    ours, _ = routers(twin, tier)
+
+    @ours.get("/s")
+    async def items() -> AsyncIterator[dict[str, Any]]:
+        yield {"fine": 1}
+        yield {"bad": {None: 1}}
+
+    streamed = stream(app_of(ours))
+
+    assert isinstance(streamed.error, ResponseValidationError)
+    assert streamed.lines == [{"fine": 1}]
+    assert not streamed.reply.finished
 
 
 # -- JSON Lines: untyped generators ----------------------------------------------------------------
@@ -1041,7 +1060,7 @@ def build_stream_app(twin: Twin) -> FastAPI:
     """A table of streaming endpoints, every one on `twin`, direct and delegated."""
     app = FastAPI()
     for prefix, dependencies in (("/direct", []), ("/delegated", [Depends(no_op_dependency)])):
-        router = MsgspecRouter(route_class=twin.route_class, dependencies=dependencies)
+        router = twin.router_class(dependencies=dependencies)
 
         @router.get("/typed")
         async def typed(n: int = 3) -> AsyncIterator[City]:
@@ -1181,8 +1200,8 @@ def test_generator_with_pydantic_items_and_a_query_model_is_refused_at_registrat
             yield CityModel(**OSLO)
 
 
-def test_generator_of_pydantic_items_on_a_msgspec_router_is_fastapis_json_lines() -> None:
-    router = MsgspecRouter()
+def test_generator_of_pydantic_items_on_a_msgspec_router_is_fastapis_json_lines(twin: Twin) -> None:
+    router = twin.router_class()
 
     @router.get("/s")
     async def cities() -> AsyncIterator[CityModel]:

@@ -1,8 +1,9 @@
 """Every private FastAPI and Starlette name this package touches, in one place.
 
 Private means underscored (modules, module attributes, object attributes) or
-undocumented (scope keys, FastAPI's `validation_error*` OpenAPI components), and one
-public-looking attribute we overwrite, `ModelField.validate`. Nothing else in the
+undocumented (scope keys, FastAPI's `validation_error*` OpenAPI components, its parameter
+solving in `fastapi.dependencies.utils`), and one public-looking attribute we overwrite,
+`ModelField.validate`. Nothing else in the
 package names any of them. Checked against FastAPI 0.142.2 and 0.165.0 (the declared
 range, each with Starlette 1.10.0); the Starlette names also against Starlette 0.46.0,
 the lowest FastAPI 0.142.2 accepts. When FastAPI or Starlette moves one of these, this
@@ -15,17 +16,28 @@ request path read its route-shaped attributes (`original_route`, `path_format`,
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import inspect
+from collections.abc import Callable, Coroutine
+from contextlib import AbstractContextManager
+from functools import cache
+from typing import Annotated, Any
 
+from fastapi import Header
 from fastapi import routing as _routing
 from fastapi import sse as _sse
+from fastapi.dependencies import utils as _dependency_utils
+from fastapi.dependencies.utils import get_dependant, request_params_to_args
+from fastapi.dependencies.utils import solve_dependencies as _solve_dependencies
+from fastapi.exceptions import RequestValidationError
 from fastapi.openapi import utils as _openapi_utils
+from fastapi.telemetry import _api as _telemetry
+from pydantic import BaseModel
 from starlette._exception_handler import _lookup_exception_handler
 from starlette._utils import get_route_path as _get_route_path
-from starlette.datastructures import FormData
+from starlette.datastructures import FormData, Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Scope
 
 # The route context FastAPI is building a handler for. Included routers are built lazily
@@ -78,6 +90,46 @@ _FILE_STACK_KEY = "fastapi_middleware_astack"
 # The scope's path without its root_path, as Starlette's routes match it. Bound as it is,
 # not wrapped: the request path calls it per request when a root_path is set.
 get_route_path: Callable[[Scope], str] = _get_route_path
+
+
+# The FastAPI functions that read a route's `endpoint` to build what FastAPI calls and
+# solves (the dependant): APIRoute's own state, and each inclusion's route context.
+_ENDPOINT_BUILDERS = frozenset(
+    {
+        _routing._populate_api_route_state.__code__,
+        _routing._EffectiveRouteContext.from_api_route.__func__.__code__,  # type: ignore[attr-defined]
+    }
+)
+
+
+def builds_from_endpoint(frame: Any) -> bool:
+    """Whether `frame` (the reader of a route's `endpoint`) is FastAPI building the route."""
+    return frame.f_code in _ENDPOINT_BUILDERS
+
+
+def embed_body_fields(route: Any) -> None:
+    """Make FastAPI read its body fields of `route` (an APIRoute or a route context)
+    embedded by name, as it does when they are not the only body parameters.
+
+    FastAPI decides the embedding from the body fields it sees (`_embed_body_fields`)
+    and builds the body model from it (`body_field`); both are read when its handler
+    is built, and the body model for the OpenAPI document.
+    """
+    if route._embed_body_fields:
+        return
+    route._embed_body_fields = True
+    route.body_field = _dependency_utils._get_body_field(
+        body_params=_dependency_utils._get_flat_body_params(route.dependant),
+        name=route.unique_id,
+        embed_body_fields=True,
+    )
+
+
+def body_model(route: Any) -> tuple[str, bool]:
+    """The component name FastAPI documents the route's embedded body fields under (its
+    body model's name), and whether that body is required."""
+    info = route.body_field.field_info
+    return info.annotation.__name__, bool(info.is_required())
 
 
 def building_context() -> Any | None:
@@ -158,6 +210,29 @@ def replace_validator(
     shadows the method.
     """
     field.validate = validate
+
+
+@cache
+def header_model_errors_by_header_name() -> bool:
+    """Whether FastAPI locates a header model's field errors by the header's name
+    (`["header", "x-token"]`, FastAPI 0.165) or by the field's (`["header", "x_token"]`,
+    0.142.2). FastAPI's own parameter solving is asked, once, on the first such error.
+    The probe's model is made then, not at import: a Pydantic model's objects, alive for
+    good, would make every full garbage collection longer."""
+
+    class Probe(BaseModel):
+        x_probe: int
+
+    def endpoint(**values: Any) -> None:
+        """Takes one header model, as its signature says."""
+
+    parameter = inspect.Parameter(
+        "probe", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[Probe, Header()]
+    )
+    endpoint.__signature__ = inspect.Signature([parameter])  # type: ignore[attr-defined]
+    dependant = get_dependant(path="/", call=endpoint)
+    _, errors = request_params_to_args(dependant.header_params, Headers({"x-probe": "?"}))
+    return bool(errors[0]["loc"][-1] == "x-probe")
 
 
 def exception_handler(scope: Scope, exc: Exception) -> Callable[..., Any] | None:
@@ -325,3 +400,35 @@ def sse_ping_interval() -> float:
 
 
 SSE_EVENT_SCHEMA: dict[str, Any] = _sse._SSE_EVENT_SCHEMA
+
+
+# -- telemetry: FastAPI's own reporting of a route (`FastAPI(telemetry=...)`) ------------
+# What `_telemetry` runs in place of FastAPI's request handler, all alike in 0.142.2 and
+# 0.165.0. The three reporting functions do nothing for a request not observed.
+
+# The request's TelemetryData (public), or None.
+telemetry_data: Callable[[], Any] = _telemetry.get_telemetry_data
+# `with operation(name="endpoint", function=call):` a `fastapi.<name>` span, as FastAPI's
+# request handler opens around dependency solving, the endpoint and serialization.
+operation: Callable[..., AbstractContextManager[None]] = _telemetry._operation
+# Reports a RequestValidationError: TelemetryData's body and errors, and the
+# `fastapi.validation.failed` log record.
+validation_failed: Callable[[RequestValidationError], None] = _telemetry._validation_failed
+
+# The ASGI app FastAPI makes of a route handler (`APIRoute.app`, without the body limit):
+# the exit stacks dependencies need, and the application's exception handlers.
+route_app: Callable[[Callable[[Request], Coroutine[Any, Any, Response]]], ASGIApp] = (
+    _routing.request_response
+)
+
+
+async def solve_dependencies(request: Request, dependant: Any, overrides_provider: Any) -> Any:
+    """FastAPI's solving of a dependant without a FastAPI body, as its request handler
+    runs it: (values, errors, background_tasks, response, ...)."""
+    return await _solve_dependencies(
+        request=request,
+        dependant=dependant,
+        dependency_overrides_provider=overrides_provider,
+        async_exit_stack=request.scope["fastapi_inner_astack"],
+        embed_body_fields=False,
+    )

@@ -72,6 +72,8 @@ MISSING = Missing()
 OUTPUT_UNTYPED = 0
 OUTPUT_TRUSTED = 1
 OUTPUT_VALIDATE = 2
+# Trusted or validated, then shaped by the route's response_model_* options (`_shaping`).
+OUTPUT_SHAPED = 3
 
 # How a generator endpoint's items are sent (`OutputPlan.stream`).
 STREAM_NONE = 0  # not a stream: one response
@@ -163,6 +165,33 @@ class Generation:
 
 # One counter for every index: any change anywhere rebuilds indexes lazily.
 ROUTES_GENERATION = Generation()
+
+
+class EntryPoints:
+    """The `matches` and `handle` functions of every request-path twin imported so far.
+
+    Each twin adds its own as it is imported, so that the index builder (`_routing`) tells
+    the package's routes and routers from custom ones without importing the twins: imports
+    go one way, from registration to the request path.
+    """
+
+    __slots__ = ("route_handle", "route_matches", "router_methods")
+
+    def __init__(self) -> None:
+        self.route_matches: set[Any] = set()
+        self.route_handle: set[Any] = set()
+        # (matches, handle) pairs of a router's inclusion.
+        self.router_methods: set[tuple[Any, Any]] = set()
+
+    def add(
+        self, route_matches: Any, route_handle: Any, router_matches: Any, router_handle: Any
+    ) -> None:
+        self.route_matches.add(route_matches)
+        self.route_handle.add(route_handle)
+        self.router_methods.add((router_matches, router_handle))
+
+
+TWIN_ENTRY_POINTS = EntryPoints()
 
 
 class Absent:
