@@ -16,7 +16,7 @@ CIBUILDWHEEL_VERSION ?= 4.2.0
 
 BENCH_ARGS ?=
 
-$(VENV)/.installed: pyproject.toml setup.py src/msgspec_fastapi/_fastpath.pyx
+$(VENV)/.installed: pyproject.toml setup.py src/msgspec_fastapi/_fastpath.pyx src/msgspec_fastapi/_depexec.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "Cython>=3.1" "setuptools>=77" wheel
@@ -87,12 +87,13 @@ bench: $(VENV)/.bench-installed
 	$(PY) bench/micro.py $(BENCH_ARGS)
 
 # A smoke run of the same (tiny batches, nothing judged on speed) for CI.
-bench-quick: $(VENV)/.bench-installed
+bench-quick: bench-service-tools $(VENV)/.bench-installed
 	$(PY) bench/micro.py --quick --strict
 	$(PY) bench/micro.py --stream --quick --strict
 	$(PY) bench/micro.py --formats --quick
 	$(PY) bench/micro.py --models --quick
 	$(PY) bench/micro.py --deps --quick --strict
+	$(PY) bench/micro.py --deps --server --quick --strict
 	$(PY) bench/errors.py --quick --rounds 2
 
 # What a 422 costs: a 100-city body with one bad field and with every field bad.
