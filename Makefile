@@ -12,7 +12,7 @@ BUILD_PY := $(BUILD_VENV)/bin/python
 CIBUILDWHEEL_VERSION ?= 4.2.0
 
 .PHONY: test test-lowest bench bench-quick bench-errors bench-icount bench-icount-quick bench-icount-tools bench-service bench-service-pg bench-service-tools lint fuzz clean
-.PHONY: wheel wheel-test check-build-identifiers
+.PHONY: wheel wheel-test check-build-identifiers docs
 
 BENCH_ARGS ?=
 
@@ -141,6 +141,18 @@ wheel-test:
 check-build-identifiers: $(BUILD_VENV)/.installed
 	bash .ci/check-build-identifiers.sh $(BUILD_VENV)/bin/cibuildwheel
 
+# The docs site, strictly: a broken link or anchor, a page left out of the navigation, a
+# missing example file or an unshown results file fails the build. Its own venv, pinned.
+DOCS_VENV ?= .venv-docs
+$(DOCS_VENV)/.installed: docs/requirements.txt
+	$(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install -q --upgrade pip
+	$(DOCS_VENV)/bin/python -m pip install -q -r docs/requirements.txt
+	touch $@
+
+docs: $(DOCS_VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --clean --site-dir site
+
 clean:
-	rm -rf $(VENV) $(LOW_VENV) $(SERVICE_VENV) $(BUILD_VENV) .venv-wheel-test build dist \
+	rm -rf $(VENV) $(LOW_VENV) $(SERVICE_VENV) $(BUILD_VENV) $(DOCS_VENV) site .venv-wheel-test build dist \
 		wheelhouse src/*.egg-info src/msgspec_fastapi/*.so src/msgspec_fastapi/_fastpath.c
