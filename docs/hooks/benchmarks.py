@@ -280,6 +280,88 @@ def render_micro_routers(name: str, document: Doc) -> str:
     return "\n\n".join(parts)
 
 
+DEPS_TITLES = {
+    "two-get": "GET, two deps",
+    "two-post": "POST, two deps",
+    "deep-get": "GET, six deps",
+}
+OVERRIDE = "-override"
+
+
+def render_micro_deps(name: str, document: Doc) -> str:
+    """The dependency mode: each route with and without an unrelated override set, the
+    ratios to Litestar and to the floor, and the issue's targets."""
+    routes = document["routes"]
+    clock = document["config"].get("clock", "cpu")
+    plain = [r for r in DEPS_TITLES if r in routes]
+    variants = list(dict.fromkeys(v for r in routes.values() for v in r["summary"]))
+    rows = []
+    for variant in variants:
+        cells = [variant]
+        for route in plain:
+            base = routes[route]["summary"].get(variant)
+            over = routes.get(route + OVERRIDE, {}).get("summary", {}).get(variant)
+            cells.append(f"{base['median_us']:.1f}" if base else "-")
+            cells.append(f"{over['median_us']:.1f}" if over else "-")
+            rounds = routes.get(route + OVERRIDE, {}).get("rounds_us", {}).get(clock, {})
+            if over and base and variant in rounds:
+                mine = routes[route]["rounds_us"][clock][variant]
+                ratios = [o / p for o, p in zip(rounds[variant], mine, strict=True)]
+                cells.append(ratio(statistics.median(ratios)))
+            else:
+                cells.append("-")
+        rows.append(cells)
+    columns = ["variant"]
+    for route in plain:
+        title = DEPS_TITLES[route]
+        columns += [f"{title}: µs/req", "+override", "override/without"]
+    parts = [
+        "µs per request; *+override*: the same route on an app with an unrelated"
+        " `app.dependency_overrides` entry set, and the median per-round ratio of the two.\n\n"
+        + table(columns, rows)
+    ]
+    rows = [
+        [variant]
+        + [
+            ratio(routes[route]["summary"].get(variant, {}).get(f"ratio_to_{base}"))
+            for route in plain
+            for base in ("litestar", "floor")
+        ]
+        for variant in variants
+    ]
+    columns = ["variant"] + [
+        f"{DEPS_TITLES[r]}: vs {b}" for r in plain for b in ("litestar", "floor")
+    ]
+    parts.append(
+        "Medians of the per-round ratios to Litestar and to the floor, without the override:"
+        "\n\n" + table(columns, rows)
+    )
+    targets = document.get("targets") or []
+    if targets:
+        rows = []
+        for target in targets:
+            _, low, high = _quartiles(target["rounds"])
+            verdict = "met" if target["median"] <= target["at_most"] else "not met"
+            rows.append(
+                [
+                    target["name"],
+                    ratio(target["median"]),
+                    f"[{low:.2f}, {high:.2f}]",
+                    f"≤ {target['at_most']:.1f}x: {verdict}",
+                ]
+            )
+        parts.append(
+            "Targets (issue 20), medians of the per-round ratios with their quartiles:\n\n"
+            + table(["ratio", "median", "quartiles", "target"], rows)
+        )
+    groups = {
+        DEPS_TITLES[r]: {v: row["median_us"] for v, row in routes[r]["summary"].items()}
+        for r in plain
+    }
+    _plots[name] = plot_bars(groups, "µs per request (median), without the override")
+    return "\n\n".join(parts)
+
+
 def render_formats(name: str, document: Doc) -> str:
     rows = [
         [
@@ -354,6 +436,8 @@ def renderer(document: Doc) -> Callable[[str, Doc], str]:
         config = document["config"]
         if config.get("stream"):
             return render_micro_stream
+        if config.get("deps"):
+            return render_micro_deps
         if config.get("routers"):
             return render_micro_routers
         return render_micro_cities
