@@ -11,7 +11,7 @@ BUILD_PY := $(BUILD_VENV)/bin/python
 # Keep in step with the pypa/cibuildwheel pin in .github/workflows/wheels.yml.
 CIBUILDWHEEL_VERSION ?= 4.2.0
 
-.PHONY: test test-lowest bench bench-quick bench-errors bench-icount bench-icount-quick bench-icount-tools bench-service bench-service-pg bench-service-tools lint fuzz clean
+.PHONY: test test-lowest test-py313 bench bench-quick bench-errors bench-icount bench-icount-quick bench-icount-tools bench-service bench-service-pg bench-service-tools lint fuzz clean
 .PHONY: wheel wheel-test check-build-identifiers docs
 
 BENCH_ARGS ?=
@@ -23,20 +23,47 @@ $(VENV)/.installed: pyproject.toml setup.py src/msgspec_fastapi/_fastpath.pyx
 	$(PY) -m pip install -q --no-build-isolation -e ".[test,dev]"
 	touch $@
 
-# The whole suite twice: compiled (and failing if it did not load), then pure.
+# A pure-mode run checks that MSGSPEC_FASTAPI_PURE=1 picks the pure twin and that the
+# package's default classes and install_dispatch run on it (the tests marked pure_smoke).
+# The rest of the suite covers both twins in one process (the `twin` fixture), so it runs
+# once, compiled.
+PURE_SMOKE := -m pure_smoke
+
+# The suite once, compiled (failing if the compiled module did not load), slow tests
+# included; then the pure smoke run.
 test: $(VENV)/.installed
 	MSGSPEC_FASTAPI_EXPECT=compiled $(PY) -m pytest $(PYTEST_ARGS)
-	MSGSPEC_FASTAPI_PURE=1 MSGSPEC_FASTAPI_EXPECT=pure $(PY) -m pytest $(PYTEST_ARGS)
+	MSGSPEC_FASTAPI_PURE=1 MSGSPEC_FASTAPI_EXPECT=pure $(PY) -m pytest $(PYTEST_ARGS) $(PURE_SMOKE)
 
-# The suite at the lowest supported versions, in a venv of its own.
+# The suite at the lowest supported versions, in a venv of its own, without the slow tests
+# (`make test` runs those).
 test-lowest:
 	$(PYTHON) -m venv $(LOW_VENV)
 	$(LOW_PY) -m pip install -q --upgrade pip
 	$(LOW_PY) -m pip install -q "Cython>=3.1" "setuptools>=77" wheel
 	$(LOW_PY) -m pip install -q "fastapi==0.142.2" "msgspec==0.22.0"
 	$(LOW_PY) -m pip install -q --no-build-isolation -e ".[test]"
-	MSGSPEC_FASTAPI_EXPECT=compiled $(LOW_PY) -m pytest $(PYTEST_ARGS)
-	MSGSPEC_FASTAPI_PURE=1 MSGSPEC_FASTAPI_EXPECT=pure $(LOW_PY) -m pytest $(PYTEST_ARGS)
+	MSGSPEC_FASTAPI_EXPECT=compiled $(LOW_PY) -m pytest $(PYTEST_ARGS) -m "not slow"
+	MSGSPEC_FASTAPI_PURE=1 MSGSPEC_FASTAPI_EXPECT=pure $(LOW_PY) -m pytest $(PYTEST_ARGS) \
+		$(PURE_SMOKE)
+
+# The suite on CPython 3.13 (newest supported FastAPI), the compiled module built for it,
+# in a venv of its own; without the slow tests. PYTHON313 names the interpreter.
+PYTHON313 ?= python3.13
+PY313_VENV ?= .venv-313
+PY313_PY := $(PY313_VENV)/bin/python
+
+$(PY313_VENV)/.installed: pyproject.toml setup.py src/msgspec_fastapi/_fastpath.pyx
+	$(PYTHON313) -m venv $(PY313_VENV)
+	$(PY313_PY) -m pip install -q --upgrade pip
+	$(PY313_PY) -m pip install -q "Cython>=3.1" "setuptools>=77" wheel
+	$(PY313_PY) -m pip install -q --no-build-isolation -e ".[test]"
+	touch $@
+
+test-py313: $(PY313_VENV)/.installed
+	MSGSPEC_FASTAPI_EXPECT=compiled $(PY313_PY) -m pytest $(PYTEST_ARGS) -m "not slow"
+	MSGSPEC_FASTAPI_PURE=1 MSGSPEC_FASTAPI_EXPECT=pure $(PY313_PY) -m pytest $(PYTEST_ARGS) \
+		$(PURE_SMOKE)
 
 $(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
 	$(PY) -m pip install -q -r bench/requirements.txt
@@ -52,6 +79,7 @@ bench-quick: $(VENV)/.bench-installed
 	$(PY) bench/micro.py --stream --quick --strict
 	$(PY) bench/micro.py --formats --quick
 	$(PY) bench/micro.py --models --quick
+	$(PY) bench/micro.py --deps --quick --strict
 	$(PY) bench/errors.py --quick --rounds 2
 
 # What a 422 costs: a 100-city body with one bad field and with every field bad.
@@ -70,6 +98,7 @@ bench-icount: bench-icount-tools $(VENV)/.bench-installed
 bench-icount-quick: bench-icount-tools $(VENV)/.bench-installed
 	$(PY) bench/icount.py --variants compiled,pure --routes get --requests 20
 	$(PY) bench/icount.py --models --variants compiled --routes models/dependency --requests 20
+	$(PY) bench/icount.py --deps --variants compiled --routes deps/two-get --requests 20
 
 # The service benchmark: uvicorn + SQLAlchemy, loaded by wrk; see README "Service benchmark".
 # Its own venv keeps every FastAPI variant on one FastAPI inside upstream 0.0.4's range.
@@ -154,5 +183,5 @@ docs: $(DOCS_VENV)/.installed
 	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --clean --site-dir site
 
 clean:
-	rm -rf $(VENV) $(LOW_VENV) $(SERVICE_VENV) $(BUILD_VENV) $(DOCS_VENV) site .venv-wheel-test build dist \
+	rm -rf $(VENV) $(LOW_VENV) $(PY313_VENV) $(SERVICE_VENV) $(BUILD_VENV) $(DOCS_VENV) site .venv-wheel-test build dist \
 		wheelhouse src/*.egg-info src/msgspec_fastapi/*.so src/msgspec_fastapi/_fastpath.c

@@ -4,8 +4,12 @@ Run it from a folder that holds copies of `tests/` and `pyproject.toml` and noth
 `src/`, so that only the installed package can be imported (`make wheel-test` and
 cibuildwheel's test step both do so):
 
-    python check_install.py compiled   # a wheel: compiled, then the suite in both modes
+    python check_install.py compiled   # a wheel: the suite once compiled (the `twin`
+                                       # fixture runs both twins), then the pure_smoke
+                                       # tests with MSGSPEC_FASTAPI_PURE=1
     python check_install.py pure       # an install without the extension: the suite once
+
+`--skip-slow` leaves the slow tests out (`make wheel-test` does: `make test` runs them).
 
 It fails when the package is imported from anywhere but site-packages, when the request
 path in use is not the expected one, or when a test run fails (or collects no test).
@@ -52,11 +56,16 @@ def expect_implementation(expected: str, env: dict[str, str]) -> None:
         sys.exit(f"check_install: expected IMPLEMENTATION {expected!r}, got {implementation!r}")
 
 
-def run_suite(expected: str, env: dict[str, str], pytest_args: list[str]) -> None:
+def run_suite(
+    expected: str, env: dict[str, str], pytest_args: list[str], marks: str | None
+) -> None:
     env = {**env, "MSGSPEC_FASTAPI_EXPECT": expected}
     forced = " with MSGSPEC_FASTAPI_PURE=1" if env.get("MSGSPEC_FASTAPI_PURE") else ""
-    print(f"check_install: the test suite, expecting {expected!r}{forced}", flush=True)
-    status = subprocess.run([sys.executable, "-m", "pytest", *pytest_args], env=env).returncode
+    which = f"the tests marked {marks!r}" if marks else "the test suite"
+    print(f"check_install: {which}, expecting {expected!r}{forced}", flush=True)
+    selection = ["-m", marks] if marks else []
+    command = [sys.executable, "-m", "pytest", *pytest_args, *selection]
+    status = subprocess.run(command, env=env).returncode
     if status != 0:
         sys.exit(f"check_install: pytest exited with {status} expecting {expected!r}")
 
@@ -64,6 +73,7 @@ def run_suite(expected: str, env: dict[str, str], pytest_args: list[str]) -> Non
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("expected", choices=["compiled", "pure"])
+    parser.add_argument("--skip-slow", action="store_true", help="leave the slow tests out")
     parser.add_argument("pytest_args", nargs="*", help="after --, passed to pytest")
     args = parser.parse_args()
     pytest_args = args.pytest_args or ["-q", "-p", "no:cacheprovider"]
@@ -73,11 +83,11 @@ def main() -> None:
 
     env = clean_environment()
     expect_implementation(args.expected, env)
-    run_suite(args.expected, env, pytest_args)
+    run_suite(args.expected, env, pytest_args, "not slow" if args.skip_slow else None)
     if args.expected == "compiled":
         pure_env = {**env, "MSGSPEC_FASTAPI_PURE": "1"}
         expect_implementation("pure", pure_env)
-        run_suite("pure", pure_env, pytest_args)
+        run_suite("pure", pure_env, pytest_args, "pure_smoke")
     print(f"check_install: the installed package passed as {args.expected!r}")
 
 

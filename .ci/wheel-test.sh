@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # `make wheel-test`: install what `make wheel` built into a fresh virtual environment and
 # test it from a temporary folder where the source tree cannot be imported.
-#   1. the repaired wheel: IMPLEMENTATION == "compiled", the suite in both modes;
-#   2. the sdist with a C compiler that fails: a working pure install, with a warning;
+#   1. the repaired wheel: IMPLEMENTATION == "compiled", the suite once (both twins, by the
+#      `twin` fixture), then the pure_smoke tests with MSGSPEC_FASTAPI_PURE=1;
+#   2. the sdist with a C compiler that fails: a working pure install, with a warning, and
+#      the suite on it;
+# The slow tests are left out: `make test` runs them.
 #   3. the sdist with that compiler and MSGSPEC_FASTAPI_REQUIRE_EXTENSIONS=1: no wheel;
 #   4. the sdist with MSGSPEC_FASTAPI_NO_EXTENSIONS=1: a py3-none-any wheel.
 set -euo pipefail
@@ -35,7 +38,7 @@ vpy=$PWD/$venv/bin/python
 
 echo "== wheel-test 1: $(basename "$wheel")"
 "$vpy" -m pip install -q "${wheel}[test]"
-(cd "$work" && "$vpy" .ci/check_install.py compiled -- "${pytest_args[@]}")
+(cd "$work" && "$vpy" .ci/check_install.py compiled --skip-slow -- "${pytest_args[@]}")
 
 echo "== wheel-test 2: $(basename "$sdist") with CC=false"
 "$vpy" -m pip uninstall -q -y msgspec-fastapi
@@ -47,7 +50,7 @@ if ! CC=false "$vpy" -m pip install -v --no-binary msgspec-fastapi --no-cache-di
 fi
 grep "msgspec-fastapi: WARNING: the C compiler failed" "$log" || fail "no warning given"
 grep "msgspec-fastapi: request path built: pure" "$log" || fail "the build did not say pure"
-(cd "$work" && "$vpy" .ci/check_install.py pure -- "${pytest_args[@]}")
+(cd "$work" && "$vpy" .ci/check_install.py pure --skip-slow -- "${pytest_args[@]}")
 
 echo "== wheel-test 3: CC=false and MSGSPEC_FASTAPI_REQUIRE_EXTENSIONS=1 must fail"
 log=$work/sdist-required.log

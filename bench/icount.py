@@ -17,6 +17,7 @@ the ratios beside micro.py's, not instead of them.
     python bench/icount.py --formats                 # JSON against MessagePack
     python bench/icount.py --stream --requests 20    # the streaming routes, 1,000 items each
     python bench/icount.py --models                  # query, form and dependency models
+    python bench/icount.py --deps                    # the dependency routes (micro --deps)
 
 Needs valgrind (Debian: `apt-get install valgrind`, whose headers come with it) and a C
 compiler for the five-line helper that issues the client requests.
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from common import ensure_upstream, log, run_record, versions
-from micro import cities, formats, models, routetable, streams
+from micro import cities, deps, formats, models, routetable, streams
 from micro.driver import STREAM_VARIANTS, TABLE_VARIANTS, VARIANTS, parse_sizes
 
 WARMUP_REQUESTS = 200
@@ -66,6 +67,9 @@ def run_worker(variant: str, route: str, requests: int, library: str) -> None:
     """Inside valgrind: warm the variant up, then count one batch of requests."""
     if route.startswith(MODELS_PREFIX):
         run_models_worker(variant, route.removeprefix(MODELS_PREFIX), requests, library)
+        return
+    if route.startswith(DEPS_PREFIX):
+        run_deps_worker(variant, route.removeprefix(DEPS_PREFIX), requests, library)
         return
     if "/" in route:
         run_formats_worker(variant, route, requests, library)
@@ -126,6 +130,30 @@ def run_models_worker(variant: str, case: str, requests: int, library: str) -> N
     bench.close()
 
 
+# The route key of a --deps case: "deps/two-get" (see micro/deps.py).
+DEPS_PREFIX = "deps/"
+# --deps counts these by default (upstream and bare on request).
+DEPS_DEFAULT_VARIANTS = ("compiled", "pure", "pydantic", "litestar", "floor")
+
+
+def run_deps_worker(variant: str, case: str, requests: int, library: str) -> None:
+    """run_worker for a --deps case; the bench imports the variant's package itself."""
+    bench = deps.DepsBench(variant)
+    if case not in bench.cases:
+        raise SystemExit(f"{variant} has no case {case} (Litestar has no overrides)")
+    bench.run(case, WARMUP_REQUESTS)
+    helper = ctypes.CDLL(library)
+    gc.collect()
+
+    async def counted() -> None:
+        helper.icount_start()
+        await bench._batch(case, requests)  # checks every answer and every teardown
+        helper.icount_stop()
+
+    bench.loop.run_until_complete(counted())
+    bench.close()
+
+
 def print_formats_table(counts: dict[str, dict[str, float]], twins: list[str]) -> None:
     print("instructions per request, counted by callgrind; vs json: MessagePack/JSON")
     print(f"  {'twin/route':<20} {'json':>11} {'msgpack':>11} {'vs json':>8}")
@@ -165,6 +193,8 @@ def count(variant: str, route: str, requests: int, library: Path, folder: Path) 
 def label(case: str) -> str:
     if case.startswith(MODELS_PREFIX):
         return models.CASE_LABELS[case.removeprefix(MODELS_PREFIX)]
+    if case.startswith(DEPS_PREFIX):
+        return deps.CASE_LABELS[case.removeprefix(DEPS_PREFIX)]
     if case in streams.ROUTE_LABELS:
         return streams.ROUTE_LABELS[case]
     if "@" not in case:
@@ -177,6 +207,8 @@ def print_table(counts: dict[str, dict[str, float]], variants: list[str], table:
     bases = ("floor", "app-floor") if table else ("upstream", "floor")
     if all(route in streams.ROUTE_KEYS or route.startswith(MODELS_PREFIX) for route in counts):
         bases = ("pydantic",)
+    if all(route.startswith(DEPS_PREFIX) for route in counts):
+        bases = ("litestar", "floor", "pure")
     print("instructions per request, counted by callgrind (lower is fewer); vs x: ratio to x")
     for route, by_variant in counts.items():
         print(f"\n{label(route)}")
@@ -190,6 +222,28 @@ def print_table(counts: dict[str, dict[str, float]], variants: list[str], table:
                 ratio = value / by_variant[base] if base in by_variant else None
                 cells.append(f"{ratio:>11.3f}x" if ratio is not None else f"{'-':>12}")
             print(" ".join(cells))
+
+
+def print_override_ratios(counts: dict[str, dict[str, float]], variants: list[str]) -> None:
+    """--deps: each route's count with the unrelated override set over its count without."""
+    lines = []
+    for route in deps.ROUTES:
+        plain = counts.get(DEPS_PREFIX + route, {})
+        override = counts.get(DEPS_PREFIX + route + deps.OVERRIDE_SUFFIX, {})
+        cells = [
+            f"{v} {override[v] / plain[v]:.2f}x" for v in variants if v in plain and v in override
+        ]
+        if cells:
+            lines.append(f"  {route:<9} " + ", ".join(cells))
+    if lines:
+        print("\nwith the unrelated override set / without it")
+        print("\n".join(lines))
+
+
+def _unanswered(variant: str, route: str) -> bool:
+    """A --deps override case on a variant without overrides (Litestar): not counted."""
+    case = route.removeprefix(DEPS_PREFIX)
+    return route.startswith(DEPS_PREFIX) and deps.is_override(case) and variant in deps.NO_OVERRIDES
 
 
 def main() -> int:
@@ -225,6 +279,12 @@ def main() -> int:
         help="the query, form and dependency model cases (micro --models): compiled, pure,"
         " pydantic",
     )
+    parser.add_argument(
+        "--deps",
+        action="store_true",
+        help="the dependency routes (micro --deps): by default "
+        f"{', '.join(DEPS_DEFAULT_VARIANTS)}; also upstream and bare",
+    )
     parser.add_argument("--requests", type=int, default=1000, help="counted requests per run")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--json", type=Path, help="write the counts here")
@@ -240,7 +300,11 @@ def main() -> int:
     if args.models:
         known_variants = models.VARIANTS
         known_routes = tuple(MODELS_PREFIX + case for case in models.CASES)
-    variants = [v for v in (args.variants or ",".join(known_variants)).split(",") if v]
+    if args.deps:
+        known_variants = deps.DEPS_VARIANTS
+        known_routes = tuple(DEPS_PREFIX + case for case in deps.CASE_KEYS)
+    default_variants = DEPS_DEFAULT_VARIANTS if args.deps else known_variants
+    variants = [v for v in (args.variants or ",".join(default_variants)).split(",") if v]
     routes = [r for r in (args.routes or ",".join(known_routes)).split(",") if r]
     unknown = sorted(set(variants) - set(known_variants)) + sorted(set(routes) - set(known_routes))
     if unknown or args.requests < 1:
@@ -259,7 +323,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="icount-") as tmp:
         folder = Path(tmp)
         library = build_helper(folder)
-        jobs = [(v, r) for r in routes for v in variants]
+        jobs = [(v, r) for r in routes for v in variants if not _unanswered(v, r)]
         log(f"{len(jobs)} runs under valgrind, {args.jobs} at a time, up to a minute each")
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             futures = {
@@ -273,6 +337,8 @@ def main() -> int:
         print_formats_table(counts, variants)
     else:
         print_table(counts, variants, table)
+    if args.deps:
+        print_override_ratios(counts, variants)
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         meta: dict[str, Any] = {"requests": args.requests, "python": sys.version.split()[0]}

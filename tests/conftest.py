@@ -1,8 +1,10 @@
 """Shared fixtures, and the check that the expected request path was loaded.
 
-CI runs the suite twice: with the compiled module and with MSGSPEC_FASTAPI_PURE=1. It
-sets MSGSPEC_FASTAPI_EXPECT to "compiled" or "pure", and the session stops at once when
-the package picked the other one (a wheel that silently fell back to the pure twin, say).
+CI runs the suite once with the compiled module, and the `twin` fixture runs every
+request-path test on both twins in that one process; a short run with
+MSGSPEC_FASTAPI_PURE=1 checks the package's default import in pure mode. CI sets
+MSGSPEC_FASTAPI_EXPECT to "compiled" or "pure", and the session stops at once when the
+package picked the other one (a wheel that silently fell back to the pure twin, say).
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 @pytest.fixture(params=TWIN_NAMES)
 def twin(request: pytest.FixtureRequest) -> Twin:
-    """Each twin in turn, in this one process: build routes with `twin.route_class`.
+    """Each twin in turn, in this one process: build routers with `twin.router_class`
+    (routes with `twin.route_class`) and install dispatch with `twin.install_dispatch`.
 
     Where the compiled module does not import, its run fails when MSGSPEC_FASTAPI_EXPECT
     is "compiled" and is skipped with the reason otherwise (`twins.get_twin`).
@@ -55,8 +58,8 @@ def tier(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def router(tier: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[MsgspecRouter]:
-    """A MsgspecRouter whose routes run on `tier`.
+def router(tier: str, twin: Twin, monkeypatch: pytest.MonkeyPatch) -> Iterator[MsgspecRouter]:
+    """A MsgspecRouter on each twin whose routes run on `tier`.
 
     On "delegated" every route gets a no-op dependency, which is enough to make FastAPI
     solve dependencies for it. On "direct" the fixture checks, after the test, that
@@ -72,9 +75,9 @@ def router(tier: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[MsgspecRouter
 
     monkeypatch.setattr(fastapi.routing, "solve_dependencies", counting_solve_dependencies)
     if tier == "delegated":
-        router = MsgspecRouter(dependencies=[Depends(no_op_dependency)])
+        router = twin.router_class(dependencies=[Depends(no_op_dependency)])
     else:
-        router = MsgspecRouter()
+        router = twin.router_class()
     yield router
     assert [route.tier for route in router.routes] == [tier] * len(router.routes)
     if tier == "direct":

@@ -134,10 +134,10 @@ def touch() -> None:
     """A dependency that does nothing; it moves a route to the delegated tier."""
 
 
-def tier_router(tier: str, route_class: type[MsgspecRoute] = MsgspecRoute) -> MsgspecRouter:
+def tier_router(tier: str, router_class: type[MsgspecRouter] = MsgspecRouter) -> MsgspecRouter:
     """The hostile routes, on `tier`."""
     dependencies = [Depends(touch)] if tier == "delegated" else []
-    router = MsgspecRouter(dependencies=dependencies, route_class=route_class)
+    router = router_class(dependencies=dependencies)
 
     @router.post("/everything")
     async def everything(body: Everything) -> Everything:
@@ -224,10 +224,10 @@ def tier_router(tier: str, route_class: type[MsgspecRoute] = MsgspecRoute) -> Ms
 
 def build_app(twin: Twin | None = None) -> FastAPI:
     """The application, with every route on `twin` (by default the twin the package chose)."""
-    route_class = twin.route_class if twin is not None else MsgspecRoute
+    router_class = twin.router_class if twin is not None else MsgspecRouter
     app = FastAPI()
     for tier in TIERS:
-        app.include_router(tier_router(tier, route_class), prefix=f"/{tier}")
+        app.include_router(tier_router(tier, router_class), prefix=f"/{tier}")
     list(iter_route_contexts(app.routes))  # build every included route now
     return app
 

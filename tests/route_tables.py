@@ -46,8 +46,8 @@ from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from msgspec_fastapi import MsgspecRoute, MsgspecRouter, _compat, _impl, install_dispatch
-from msgspec_fastapi._routing import install_dispatch_with
-from msgspec_fastapi.router import route_class_for
+from msgspec_fastapi._dispatch_install import install_dispatch_with
+from msgspec_fastapi.router import route_class_for, router_class_for
 
 
 class HexConvertor(Convertor[int]):
@@ -438,12 +438,7 @@ def router_classes(twin: ModuleType, dispatch: bool) -> tuple[type[MsgspecRouter
         return OracleRouter, OracleRoute
     if twin is _impl.twin:
         return MsgspecRouter, MsgspecRoute
-
-    class TwinRouter(MsgspecRouter):
-        matches = twin.router_matches
-        handle = twin.router_handle
-
-    return TwinRouter, route_class_for(twin)
+    return router_class_for(twin), route_class_for(twin)
 
 
 def install(app: FastAPI, twin: ModuleType) -> None:

@@ -14,6 +14,7 @@ import msgspec
 import pytest
 from fastapi import FastAPI
 from raw_asgi import DISCONNECT, JSON, Message, Reply, body_messages, scope_for, send_messages
+from twins import Twin
 
 from msgspec_fastapi import MsgspecRouter, install_openapi
 from msgspec_fastapi._compat import HAS_NATIVE_BODY_LIMIT
@@ -142,13 +143,13 @@ def test_limit_zero_allows_only_an_empty_body(router: MsgspecRouter) -> None:
     assert full_reply.status == 413
 
 
-def test_router_limit_applies_to_its_routes() -> None:
-    reply = post(city_app(MsgspecRouter(max_body_size=8), []), chunks(CITY, 4))
+def test_router_limit_applies_to_its_routes(twin: Twin) -> None:
+    reply = post(city_app(twin.router_class(max_body_size=8), []), chunks(CITY, 4))
     assert reply.status == 413
 
 
-def test_route_limit_overrides_the_router_limit() -> None:
-    app = city_app(MsgspecRouter(max_body_size=8), [], max_body_size=1000)
+def test_route_limit_overrides_the_router_limit(twin: Twin) -> None:
+    app = city_app(twin.router_class(max_body_size=8), [], max_body_size=1000)
     reply = post(app, chunks(CITY, 4))
     assert (reply.status, reply.body) == (200, CITY)
 

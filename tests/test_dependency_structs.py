@@ -52,7 +52,7 @@ class Tokens(msgspec.Struct):
 
 
 def router_for(twin: Twin, **options: Any) -> MsgspecRouter:
-    return MsgspecRouter(route_class=twin.route_class, **options)
+    return twin.router_class(**options)
 
 
 def get_city(city: City) -> City:

@@ -33,8 +33,8 @@ from starlette.websockets import WebSocket
 from twins import Twin
 
 from msgspec_fastapi import MsgspecRouter
-from msgspec_fastapi._routing import install_dispatch_with
-from msgspec_fastapi.router import route_class_for
+from msgspec_fastapi._dispatch_install import install_dispatch_with
+from msgspec_fastapi.router import router_class_for
 
 
 @pytest.fixture
@@ -62,17 +62,7 @@ class Kit:
             self.Router: type[MsgspecRouter] = OracleRouter
             return
 
-        twin_route = route_class_for(twin)
-
-        class TwinRouter(MsgspecRouter):
-            matches = twin.router_matches
-            handle = twin.router_handle
-
-            def __init__(self, *args: Any, **kwargs: Any) -> None:
-                kwargs.setdefault("route_class", twin_route)
-                super().__init__(*args, **kwargs)
-
-        self.Router = TwinRouter
+        self.Router = router_class_for(twin)
 
 
 def summary(scope: dict[str, Any]) -> tuple[Any, ...]:

@@ -76,7 +76,7 @@ class PydanticLogin(pydantic.BaseModel):
 
 def form_router(twin: Twin, **options: Any) -> MsgspecRouter:
     """A router with a /login route taking a `Login` form, echoing it."""
-    router = MsgspecRouter(route_class=twin.route_class, **options)
+    router = twin.router_class(**options)
 
     @router.post("/login")
     async def login(data: Annotated[Login, Form()]) -> Login:
@@ -182,7 +182,7 @@ def test_empty_strings_inside_a_list_are_kept_as_fastapi_keeps_them(twin: Twin) 
 
 
 def test_renamed_fields_are_read_under_their_encoded_names(twin: Twin) -> None:
-    router = MsgspecRouter(route_class=twin.route_class)
+    router = twin.router_class()
 
     @router.post("/renamed")
     async def renamed(data: Annotated[Renamed, Form()]) -> Renamed:
@@ -194,7 +194,7 @@ def test_renamed_fields_are_read_under_their_encoded_names(twin: Twin) -> None:
 
 
 def test_typed_dict_and_dataclass_form_models_work_too(twin: Twin) -> None:
-    router = MsgspecRouter(route_class=twin.route_class)
+    router = twin.router_class()
 
     @router.post("/dict")
     async def as_dict(data: Annotated[LoginDict, Form()]) -> dict[str, Any]:
@@ -285,7 +285,7 @@ def test_values_are_converted_with_lax_rules(twin: Twin) -> None:
 
 
 def test_unknown_field_is_a_422_when_the_model_forbids_unknown_fields(twin: Twin) -> None:
-    router = MsgspecRouter(route_class=twin.route_class)
+    router = twin.router_class()
 
     @router.post("/strict")
     async def strict(data: Annotated[Strict, Form()]) -> Strict:
@@ -300,7 +300,7 @@ def test_unknown_field_is_a_422_when_the_model_forbids_unknown_fields(twin: Twin
 
 
 def test_repeated_unknown_field_is_reported_with_every_value(twin: Twin) -> None:
-    router = MsgspecRouter(route_class=twin.route_class)
+    router = twin.router_class()
 
     @router.post("/strict")
     async def strict(data: Annotated[Strict, Form()]) -> Strict:
@@ -331,7 +331,7 @@ def test_json_sent_to_a_form_route_is_a_422_for_the_missing_fields(twin: Twin) -
 
 
 def upload_router(twin: Twin) -> tuple[MsgspecRouter, list[Upload]]:
-    router = MsgspecRouter(route_class=twin.route_class)
+    router = twin.router_class()
     seen: list[Upload] = []
 
     @router.post("/upload")
@@ -378,7 +378,7 @@ class StarletteUpload(msgspec.Struct):
 
 
 def test_starlettes_upload_file_class_works_as_a_field_type(twin: Twin) -> None:
-    router = MsgspecRouter(route_class=twin.route_class)
+    router = twin.router_class()
 
     @router.post("/upload")
     async def upload(data: Annotated[StarletteUpload, Form()]) -> str:
@@ -450,7 +450,7 @@ def test_form_files_are_closed_after_the_response(twin: Twin) -> None:
 
 
 def test_body_over_max_body_size_is_a_413(twin: Twin) -> None:
-    router = MsgspecRouter(route_class=twin.route_class)
+    router = twin.router_class()
 
     @router.post("/login", max_body_size=64)
     async def login(data: Annotated[Login, Form()]) -> Login:
@@ -500,7 +500,7 @@ def test_too_many_fields_is_a_400_with_starlettes_defaults(twin: Twin) -> None:
 
 @needs_form_limits
 def test_route_form_limits_apply_as_in_fastapi(twin: Twin) -> None:
-    router = MsgspecRouter(route_class=twin.route_class)
+    router = twin.router_class()
 
     @router.post("/login", form_limits={"max_fields": 2})
     async def login(data: Annotated[Login, Form()]) -> Login:
@@ -527,7 +527,7 @@ def test_router_and_app_form_limits_apply_as_in_fastapi(twin: Twin) -> None:
 
 @needs_form_limits
 def test_route_form_limits_override_the_app_ones(twin: Twin) -> None:
-    router = MsgspecRouter(route_class=twin.route_class)
+    router = twin.router_class()
 
     @router.post("/login", form_limits={"max_fields": 5})
     async def login(data: Annotated[Login, Form()]) -> Login:
@@ -540,7 +540,7 @@ def test_route_form_limits_override_the_app_ones(twin: Twin) -> None:
 
 @needs_form_limits
 def test_too_many_files_and_a_part_too_large_are_400s(twin: Twin) -> None:
-    router = MsgspecRouter(route_class=twin.route_class)
+    router = twin.router_class()
 
     @router.post("/upload", form_limits={"max_files": 1, "max_part_size": 8})
     async def upload(data: Annotated[Upload, Form()]) -> str:
@@ -563,7 +563,7 @@ def current_user(x_user: Annotated[str, Header()]) -> str:
 
 
 def test_form_model_beside_query_params_models_and_dependencies(twin: Twin) -> None:
-    router = MsgspecRouter(route_class=twin.route_class)
+    router = twin.router_class()
 
     @router.post("/login")
     async def login(
@@ -708,7 +708,7 @@ def paging_dependency(paging: Annotated[Paging, Query()]) -> int:
 
 
 def test_form_model_beside_a_dependency_taking_a_query_model(twin: Twin) -> None:
-    router = MsgspecRouter(route_class=twin.route_class)
+    router = twin.router_class()
 
     @router.post("/login")
     async def login(
@@ -757,7 +757,7 @@ class Blob(msgspec.Struct):
 
 
 def test_bytes_field_takes_the_text_as_utf8(twin: Twin) -> None:
-    router = MsgspecRouter(route_class=twin.route_class)
+    router = twin.router_class()
 
     @router.post("/blob")
     async def blob(form: Annotated[Blob, Form()]) -> str:
@@ -772,7 +772,7 @@ class Partial(TypedDict, total=True):
 
 
 def test_typed_dict_with_a_not_required_field_gives_a_422_not_a_500(twin: Twin) -> None:
-    router = MsgspecRouter(route_class=twin.route_class)
+    router = twin.router_class()
 
     @router.post("/signup")
     async def signup(form: Annotated[Partial, Form()]) -> dict[str, Any]:

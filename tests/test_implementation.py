@@ -7,10 +7,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from fastapi import FastAPI
+from raw_asgi import request
 from twins import Twin
 
 import msgspec_fastapi
-from msgspec_fastapi import MsgspecRoute, _impl
+from msgspec_fastapi import MsgspecRoute, MsgspecRouter, _impl
+
+# Also run with MSGSPEC_FASTAPI_PURE=1: the package's default import path in pure mode.
+pytestmark = pytest.mark.pure_smoke
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,6 +38,25 @@ def test_implementation_names_the_module_routes_run_on() -> None:
     assert _impl.twin.__name__ == _impl.TWIN_MODULES[msgspec_fastapi.IMPLEMENTATION]
     assert _impl.twin.IMPLEMENTATION == msgspec_fastapi.IMPLEMENTATION
     assert MsgspecRoute.twin is _impl.twin
+
+
+def test_default_router_and_install_dispatch_serve_on_the_picked_twin() -> None:
+    router = MsgspecRouter()
+
+    @router.get("/ping")
+    async def ping() -> dict[str, bool]:
+        return {"pong": True}
+
+    app = FastAPI()
+    app.include_router(router)
+    msgspec_fastapi.install_dispatch(app)
+    (route,) = router.routes
+    assert (type(router).matches, type(route).matches) == (
+        _impl.twin.router_matches,
+        _impl.twin.route_matches,
+    )
+    assert type(app.router.middleware_stack) is _impl.twin.AppDispatcher
+    assert request(app, "GET", b"/ping").json() == {"pong": True}
 
 
 def test_environment_variable_selects_the_twin(twin: Twin) -> None:

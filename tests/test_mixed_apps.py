@@ -25,6 +25,7 @@ from fastapi.testclient import TestClient
 from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from support import client_for
+from twins import Twin
 
 from msgspec_fastapi import MsgspecRouter
 
@@ -50,12 +51,12 @@ def app_with(router: MsgspecRouter, **include_options: object) -> FastAPI:
 # -- nested routers -----------------------------------------------------------------------------
 
 
-def test_nested_routers_with_prefixes_serve_the_route(router: MsgspecRouter) -> None:
+def test_nested_routers_with_prefixes_serve_the_route(router: MsgspecRouter, twin: Twin) -> None:
     @router.post("/cities/{city_id}")
     async def create(city_id: int, city: City) -> dict[str, Any]:
         return {"id": city_id, "name": city.name}
 
-    outer = MsgspecRouter(prefix="/outer")
+    outer = twin.router_class(prefix="/outer")
     outer.include_router(router, prefix="/inner")
     api = APIRouter(prefix="/api")
     api.include_router(outer)
@@ -171,9 +172,9 @@ def recorder() -> tuple[list[str], object]:
     return calls, make
 
 
-def test_route_router_include_and_app_dependencies_all_run() -> None:
+def test_route_router_include_and_app_dependencies_all_run(twin: Twin) -> None:
     calls, make = recorder()
-    router = MsgspecRouter(dependencies=[make("router")])  # type: ignore[operator]
+    router = twin.router_class(dependencies=[make("router")])  # type: ignore[operator]
 
     @router.post("/cities", dependencies=[make("route")])  # type: ignore[operator]
     async def create(city: City) -> City:
@@ -188,9 +189,9 @@ def test_route_router_include_and_app_dependencies_all_run() -> None:
     assert sorted(calls) == ["app", "include", "route", "router"]
 
 
-def test_app_dependency_runs_for_a_route_with_no_dependency_of_its_own() -> None:
+def test_app_dependency_runs_for_a_route_with_no_dependency_of_its_own(twin: Twin) -> None:
     calls, make = recorder()
-    router = MsgspecRouter()
+    router = twin.router_class()
 
     @router.post("/cities")
     async def create(city: City) -> City:
@@ -203,9 +204,9 @@ def test_app_dependency_runs_for_a_route_with_no_dependency_of_its_own() -> None
     assert calls == ["app"]
 
 
-def test_include_dependency_runs_only_for_that_inclusion() -> None:
+def test_include_dependency_runs_only_for_that_inclusion(twin: Twin) -> None:
     calls, make = recorder()
-    router = MsgspecRouter()
+    router = twin.router_class()
 
     @router.post("/cities")
     async def create(city: City) -> City:
@@ -222,12 +223,12 @@ def test_include_dependency_runs_only_for_that_inclusion() -> None:
     assert calls == ["guard"]
 
 
-def test_failing_app_dependency_blocks_a_route_with_no_dependency_of_its_own() -> None:
+def test_failing_app_dependency_blocks_a_route_with_no_dependency_of_its_own(twin: Twin) -> None:
     def authenticate(authorization: Annotated[str | None, Header()] = None) -> None:
         if authorization != "secret":
             raise HTTPException(401, "Not authenticated", headers={"WWW-Authenticate": "Bearer"})
 
-    router = MsgspecRouter()
+    router = twin.router_class()
 
     @router.post("/cities")
     async def create(city: City) -> City:
@@ -245,11 +246,11 @@ def test_failing_app_dependency_blocks_a_route_with_no_dependency_of_its_own() -
     assert allowed.json() == OSLO
 
 
-def test_dependency_value_is_passed_to_the_endpoint() -> None:
+def test_dependency_value_is_passed_to_the_endpoint(twin: Twin) -> None:
     def current_user(x_user: Annotated[str, Header()]) -> str:
         return x_user.upper()
 
-    router = MsgspecRouter()
+    router = twin.router_class()
 
     @router.post("/cities")
     async def create(city: City, user: Annotated[str, Depends(current_user)]) -> dict[str, str]:
@@ -260,11 +261,11 @@ def test_dependency_value_is_passed_to_the_endpoint() -> None:
     assert response.json() == {"user": "ADA", "city": "Oslo"}
 
 
-def test_dependency_override_replaces_the_dependency() -> None:
+def test_dependency_override_replaces_the_dependency(twin: Twin) -> None:
     def real_user() -> str:
         return "real"
 
-    router = MsgspecRouter()
+    router = twin.router_class()
 
     @router.post("/cities")
     async def create(city: City, user: Annotated[str, Depends(real_user)]) -> dict[str, str]:
@@ -276,11 +277,11 @@ def test_dependency_override_replaces_the_dependency() -> None:
     assert TestClient(app).post("/cities", json=OSLO).json() == {"user": "override"}
 
 
-def test_dependency_override_of_an_app_dependency_applies_to_msgspec_routes() -> None:
+def test_dependency_override_of_an_app_dependency_applies_to_msgspec_routes(twin: Twin) -> None:
     def guard() -> None:
         raise HTTPException(403, "Forbidden")
 
-    router = MsgspecRouter()
+    router = twin.router_class()
 
     @router.post("/cities")
     async def create(city: City) -> City:
@@ -295,7 +296,7 @@ def test_dependency_override_of_an_app_dependency_applies_to_msgspec_routes() ->
     assert client.post("/cities", json=OSLO).json() == OSLO
 
 
-def test_yield_dependency_teardown_runs() -> None:
+def test_yield_dependency_teardown_runs(twin: Twin) -> None:
     events: list[str] = []
 
     def session() -> Iterator[str]:
@@ -303,7 +304,7 @@ def test_yield_dependency_teardown_runs() -> None:
         yield "session"
         events.append("close")
 
-    router = MsgspecRouter()
+    router = twin.router_class()
 
     @router.post("/cities")
     async def create(city: City, s: Annotated[str, Depends(session)]) -> City:
@@ -316,7 +317,7 @@ def test_yield_dependency_teardown_runs() -> None:
     assert events == ["open", "endpoint with session", "close"]
 
 
-def test_yield_dependency_exit_on_an_invalid_body_is_as_in_fastapi() -> None:
+def test_yield_dependency_exit_on_an_invalid_body_is_as_in_fastapi(twin: Twin) -> None:
     events: list[str] = []
 
     def session() -> Iterator[None]:
@@ -338,7 +339,7 @@ def test_yield_dependency_exit_on_an_invalid_body_is_as_in_fastapi() -> None:
     @plain.post("/cities")
     async def plain_create(city: CityModel) -> None: ...
 
-    ours = MsgspecRouter(prefix="/msgspec", dependencies=[Depends(session)])
+    ours = twin.router_class(prefix="/msgspec", dependencies=[Depends(session)])
 
     @ours.post("/cities")
     async def create(city: City) -> None: ...
@@ -356,7 +357,7 @@ def test_yield_dependency_exit_on_an_invalid_body_is_as_in_fastapi() -> None:
     assert events[-1] == "close"
 
 
-def test_yield_dependency_sees_the_endpoint_exception() -> None:
+def test_yield_dependency_sees_the_endpoint_exception(twin: Twin) -> None:
     seen: list[str] = []
 
     def session() -> Iterator[None]:
@@ -366,7 +367,7 @@ def test_yield_dependency_sees_the_endpoint_exception() -> None:
             seen.append(f"rollback {exc.status_code}")
             raise
 
-    router = MsgspecRouter(dependencies=[Depends(session)])
+    router = twin.router_class(dependencies=[Depends(session)])
 
     @router.post("/cities")
     async def create(city: City) -> City:
@@ -378,11 +379,11 @@ def test_yield_dependency_sees_the_endpoint_exception() -> None:
     assert seen == ["rollback 409"]
 
 
-def test_sync_dependency_and_sync_endpoint() -> None:
+def test_sync_dependency_and_sync_endpoint(twin: Twin) -> None:
     def limit(limit: int = 10) -> int:
         return limit * 2
 
-    router = MsgspecRouter()
+    router = twin.router_class()
 
     @router.post("/cities")
     def create(city: City, doubled: Annotated[int, Depends(limit)]) -> dict[str, int]:
@@ -393,8 +394,8 @@ def test_sync_dependency_and_sync_endpoint() -> None:
     assert response.json() == {"doubled": 8, "population": 1}
 
 
-def test_request_parameter_sees_the_request() -> None:
-    router = MsgspecRouter()
+def test_request_parameter_sees_the_request(twin: Twin) -> None:
+    router = twin.router_class()
 
     @router.post("/cities")
     async def create(city: City, request: Request) -> dict[str, str]:
@@ -618,9 +619,9 @@ def test_unhandled_endpoint_exception_reaches_the_test_client(router: MsgspecRou
 # -- background tasks ---------------------------------------------------------------------------
 
 
-def test_background_tasks_parameter_runs_its_tasks() -> None:
+def test_background_tasks_parameter_runs_its_tasks(twin: Twin) -> None:
     done: list[str] = []
-    router = MsgspecRouter()
+    router = twin.router_class()
 
     @router.post("/cities")
     async def create(city: City, tasks: BackgroundTasks) -> City:
@@ -648,13 +649,13 @@ def test_background_task_of_a_returned_response_runs(router: MsgspecRouter) -> N
     assert done == ["Oslo"]
 
 
-def test_background_tasks_in_a_dependency_run() -> None:
+def test_background_tasks_in_a_dependency_run(twin: Twin) -> None:
     done: list[str] = []
 
     def audit(tasks: BackgroundTasks) -> None:
         tasks.add_task(done.append, "audited")
 
-    router = MsgspecRouter(dependencies=[Depends(audit)])
+    router = twin.router_class(dependencies=[Depends(audit)])
 
     @router.post("/cities")
     async def create(city: City) -> City:
@@ -673,9 +674,9 @@ needs_fastapi_body_limit = pytest.mark.skipif(
 BIG_CITY = {"name": "x" * 200, "population": 1}
 
 
-def test_router_body_limit_rejects_a_larger_body_with_413(tier: str) -> None:
+def test_router_body_limit_rejects_a_larger_body_with_413(tier: str, twin: Twin) -> None:
     dependencies = [Depends(lambda: None)] if tier == "delegated" else []
-    router = MsgspecRouter(max_body_size=100, dependencies=dependencies)
+    router = twin.router_class(max_body_size=100, dependencies=dependencies)
 
     @router.post("/cities")
     async def create(city: City) -> City:
@@ -713,9 +714,9 @@ def test_decorator_body_limit_rejects_a_larger_body_with_413(router: MsgspecRout
     assert client.post("/unlimited", json=BIG_CITY).status_code == 200
 
 
-def test_body_limit_413_is_sent_before_dependencies_run() -> None:
+def test_body_limit_413_is_sent_before_dependencies_run(twin: Twin) -> None:
     runs: list[str] = []
-    router = MsgspecRouter(max_body_size=100, dependencies=[Depends(lambda: runs.append("x"))])
+    router = twin.router_class(max_body_size=100, dependencies=[Depends(lambda: runs.append("x"))])
 
     @router.post("/cities")
     async def create(city: City) -> City:
@@ -726,9 +727,9 @@ def test_body_limit_413_is_sent_before_dependencies_run() -> None:
 
 
 @needs_fastapi_body_limit
-def test_router_body_limit_answers_as_fastapi_does(tier: str) -> None:
+def test_router_body_limit_answers_as_fastapi_does(tier: str, twin: Twin) -> None:
     dependencies = [Depends(lambda: None)] if tier == "delegated" else []
-    ours = MsgspecRouter(prefix="/msgspec", max_body_size=100, dependencies=dependencies)
+    ours = twin.router_class(prefix="/msgspec", max_body_size=100, dependencies=dependencies)
     plain = APIRouter(prefix="/plain", max_body_size=100)  # type: ignore[call-arg]
 
     class CityModel(pydantic.BaseModel):

@@ -84,7 +84,7 @@ def routers(twin: Twin, tier: str) -> Iterator[Callable[..., MsgspecRouter]]:
     def new(**options: Any) -> MsgspecRouter:
         if tier == "delegated":
             options["dependencies"] = [Depends(touch), *options.get("dependencies", [])]
-        router = MsgspecRouter(route_class=twin.route_class, **options)
+        router = twin.router_class(**options)
         made.append(router)
         return router
 
@@ -674,9 +674,7 @@ def counting_app(
         if failing_auth and authorization != "secret":
             raise HTTPException(401, "Not authenticated")
 
-    router = MsgspecRouter(
-        dependencies=[Depends(dependency)], route_class=twin.route_class, msgpack=msgpack
-    )
+    router = twin.router_class(dependencies=[Depends(dependency)], msgpack=msgpack)
     return city_app(router), runs
 
 
@@ -951,7 +949,7 @@ def test_json_response_of_a_msgpack_route_is_the_json_of_a_route_without_msgpack
 
 def injected_response_router(twin: Twin) -> MsgspecRouter:
     """A msgpack router on `twin`; an injected Response puts its routes on the delegated tier."""
-    return MsgspecRouter(route_class=twin.route_class, msgpack=True)
+    return twin.router_class(msgpack=True)
 
 
 UNTYPED_RESULTS: list[Any] = [

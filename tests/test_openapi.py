@@ -19,6 +19,7 @@ from fastapi import APIRouter, Body, FastAPI, Header, Path, Query
 from fastapi.exceptions import ResponseValidationError
 from fastapi.testclient import TestClient
 from openapi_spec_validator import validate
+from twins import Twin
 
 from msgspec_fastapi import MsgspecJSONResponse, MsgspecRouter, install_openapi
 
@@ -453,14 +454,14 @@ def test_enum_query_parameter_is_documented() -> None:
 # -- nested routers -------------------------------------------------------------------------------
 
 
-def nested_app() -> FastAPI:
-    inner = MsgspecRouter(prefix="/inner")
+def nested_app(router_class: type[MsgspecRouter] = MsgspecRouter) -> FastAPI:
+    inner = router_class(prefix="/inner")
 
     @inner.post("/cities/{city_id}")
     async def create(city_id: int, city: City, limit: Annotated[int, Query(le=50)] = 5) -> City:
         return city
 
-    outer = MsgspecRouter(prefix="/outer")
+    outer = router_class(prefix="/outer")
 
     @outer.get("/page")
     async def page() -> Page[City]:
@@ -503,8 +504,8 @@ def test_nested_router_parameter_schemas_are_replaced() -> None:
     assert limit["schema"]["maximum"] == 50
 
 
-def test_nested_routes_serve_requests() -> None:
-    client = TestClient(nested_app())
+def test_nested_routes_serve_requests(twin: Twin) -> None:
+    client = TestClient(nested_app(twin.router_class))
 
     response = client.post("/api/v1/outer/inner/cities/1", json={"name": "a", "population": 1})
 
@@ -537,8 +538,8 @@ def test_router_included_twice_is_documented_under_both_prefixes() -> None:
 # -- a rich application validates ---------------------------------------------------------------
 
 
-def rich_app() -> FastAPI:
-    airports = MsgspecRouter(prefix="/airports", tags=["airports"])
+def rich_app(router_class: type[MsgspecRouter] = MsgspecRouter) -> FastAPI:
+    airports = router_class(prefix="/airports", tags=["airports"])
 
     @airports.get("")
     async def list_airports(
@@ -560,7 +561,7 @@ def rich_app() -> FastAPI:
     ) -> Airport | None:
         return airport
 
-    pets = MsgspecRouter(prefix="/pets")
+    pets = router_class(prefix="/pets")
 
     @pets.post("")
     def adopt(pet: Cat | Dog) -> dict[str, Cat | Dog]:
@@ -576,7 +577,7 @@ def rich_app() -> FastAPI:
     async def pages() -> Page[Cat]:
         return Page(items=[], total=0)
 
-    notes = MsgspecRouter(prefix="/notes")
+    notes = router_class(prefix="/notes")
 
     @notes.post("")
     async def create_note(note: Note) -> Note:
@@ -592,7 +593,7 @@ def rich_app() -> FastAPI:
     async def hello(name: str = "world") -> dict[str, str]:
         return {"hello": name}
 
-    api = MsgspecRouter(prefix="/api")
+    api = router_class(prefix="/api")
     api.include_router(airports)
     api.include_router(pets)
     app = FastAPI(title="Rich", version="1.0")
@@ -646,8 +647,8 @@ def test_camel_renamed_struct_is_documented_with_its_encoded_names() -> None:
     assert airport["required"] == ["iataCode", "openedAt"]
 
 
-def test_rich_application_serves_requests() -> None:
-    client = TestClient(rich_app())
+def test_rich_application_serves_requests(twin: Twin) -> None:
+    client = TestClient(rich_app(twin.router_class))
 
     created = client.post(
         "/api/airports", json={"iataCode": "OSL", "openedAt": "1998-10-08T00:00:00Z"}
@@ -1056,8 +1057,10 @@ def test_msgspec_response_subclass_that_renders_its_own_way_is_refused_for_a_typ
             return []
 
 
-def test_untyped_route_with_a_vendor_response_class_is_served_and_documented_with_it() -> None:
-    router = MsgspecRouter()
+def test_untyped_route_with_a_vendor_response_class_is_served_and_documented_with_it(
+    twin: Twin,
+) -> None:
+    router = twin.router_class()
 
     @router.post("/cities", response_class=VendorResponse, responses={404: {"model": Problem}})
     async def create(city: City):

@@ -14,6 +14,7 @@ import pytest
 from fastapi import Body, Cookie, Depends, FastAPI, Header, Path, Query
 from fastapi.testclient import TestClient
 from support import client_for
+from twins import Twin
 
 from msgspec_fastapi import MsgspecRouter, install_openapi
 
@@ -290,8 +291,8 @@ def page(limit: int = 10) -> int:
     return limit
 
 
-def test_dependency_without_msgspec_types_is_fastapis_as_before() -> None:
-    router = MsgspecRouter()
+def test_dependency_without_msgspec_types_is_fastapis_as_before(twin: Twin) -> None:
+    router = twin.router_class()
 
     @router.get("/items")
     async def items(limit: Annotated[int, Depends(page)]) -> dict[str, int]:
@@ -304,9 +305,9 @@ class StrictTokens(msgspec.Struct, forbid_unknown_fields=True):
     x_token: str
 
 
-def test_header_model_ignores_an_unconverted_field_name_as_fastapi_does() -> None:
+def test_header_model_ignores_an_unconverted_field_name_as_fastapi_does(twin: Twin) -> None:
     """`x_token: evil` is neither the field (its header is x-token) nor an extra to refuse."""
-    router = MsgspecRouter()
+    router = twin.router_class()
 
     @router.get("/items")
     async def items(h: Annotated[StrictTokens, Header()]) -> StrictTokens:

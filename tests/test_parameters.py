@@ -17,6 +17,7 @@ import pytest
 from fastapi import APIRouter, Cookie, Depends, FastAPI, File, Form, Header, Path, Query
 from fastapi.testclient import TestClient
 from support import assert_validation_error_shape, client_for
+from twins import Twin
 
 from msgspec_fastapi import MsgspecRouter
 
@@ -556,11 +557,11 @@ def test_several_parameter_errors_are_reported_together(router: MsgspecRouter) -
 # -- parameters of dependencies -----------------------------------------------------------------
 
 
-def test_dependency_parameters_are_converted_with_msgspec() -> None:
+def test_dependency_parameters_are_converted_with_msgspec(twin: Twin) -> None:
     def amount(value: decimal.Decimal) -> decimal.Decimal:
         return value
 
-    router = MsgspecRouter()
+    router = twin.router_class()
 
     @router.get("/amount")
     async def read(value: Annotated[decimal.Decimal, Depends(amount)]):

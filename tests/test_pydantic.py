@@ -9,6 +9,7 @@ from fastapi import APIRouter, FastAPI, Query
 from fastapi.testclient import TestClient
 from openapi_spec_validator import validate
 from support import client_for
+from twins import Twin
 
 from msgspec_fastapi import MsgspecRouter, install_openapi
 
@@ -28,8 +29,8 @@ class City(msgspec.Struct):
     population: int
 
 
-def test_pydantic_body_is_validated_by_pydantic_with_its_coercion() -> None:
-    router = MsgspecRouter()
+def test_pydantic_body_is_validated_by_pydantic_with_its_coercion(twin: Twin) -> None:
+    router = twin.router_class()
 
     @router.post("/items")
     async def create(item: Item) -> dict[str, int]:
@@ -41,8 +42,8 @@ def test_pydantic_body_is_validated_by_pydantic_with_its_coercion() -> None:
     assert response.json() == {"quantity": 3}
 
 
-def test_invalid_pydantic_body_gets_fastapi_error() -> None:
-    router = MsgspecRouter()
+def test_invalid_pydantic_body_gets_fastapi_error(twin: Twin) -> None:
+    router = twin.router_class()
 
     @router.post("/items")
     async def create(item: Item) -> None: ...
@@ -55,8 +56,8 @@ def test_invalid_pydantic_body_gets_fastapi_error() -> None:
     assert error["type"] == "int_parsing"
 
 
-def test_pydantic_response_model_is_filtered_and_serialized_by_fastapi() -> None:
-    router = MsgspecRouter()
+def test_pydantic_response_model_is_filtered_and_serialized_by_fastapi(twin: Twin) -> None:
+    router = twin.router_class()
 
     @router.get("/person", response_model=Person)
     async def person():
@@ -65,8 +66,8 @@ def test_pydantic_response_model_is_filtered_and_serialized_by_fastapi() -> None
     assert client_for(router).get("/person").json() == {"fullName": "Ada Lovelace"}
 
 
-def test_pydantic_return_annotation_is_validated_by_fastapi() -> None:
-    router = MsgspecRouter()
+def test_pydantic_return_annotation_is_validated_by_fastapi(twin: Twin) -> None:
+    router = twin.router_class()
 
     @router.get("/item")
     async def item() -> Item:
@@ -75,8 +76,8 @@ def test_pydantic_return_annotation_is_validated_by_fastapi() -> None:
     assert client_for(router).get("/item").json() == {"name": "pen", "quantity": 2}
 
 
-def test_list_of_pydantic_models_response_is_left_to_fastapi() -> None:
-    router = MsgspecRouter()
+def test_list_of_pydantic_models_response_is_left_to_fastapi(twin: Twin) -> None:
+    router = twin.router_class()
 
     @router.get("/items")
     async def items() -> list[Item]:
@@ -85,8 +86,8 @@ def test_list_of_pydantic_models_response_is_left_to_fastapi() -> None:
     assert client_for(router).get("/items").json() == [{"name": "pen", "quantity": 1}]
 
 
-def test_parameters_of_a_pydantic_route_are_converted_with_msgspec() -> None:
-    router = MsgspecRouter()
+def test_parameters_of_a_pydantic_route_are_converted_with_msgspec(twin: Twin) -> None:
+    router = twin.router_class()
 
     @router.post("/items")
     async def create(item: Item, price: decimal.Decimal) -> dict[str, bool]:
@@ -99,8 +100,8 @@ def test_parameters_of_a_pydantic_route_are_converted_with_msgspec() -> None:
     }
 
 
-def test_float_parameter_of_a_pydantic_route_rejects_a_leading_space() -> None:
-    router = MsgspecRouter()
+def test_float_parameter_of_a_pydantic_route_rejects_a_leading_space(twin: Twin) -> None:
+    router = twin.router_class()
 
     @router.get("/ratio")
     async def ratio(value: float) -> Item:
@@ -111,8 +112,8 @@ def test_float_parameter_of_a_pydantic_route_rejects_a_leading_space() -> None:
     assert response.status_code == 422
 
 
-def test_struct_body_and_pydantic_response_model_work_together() -> None:
-    router = MsgspecRouter()
+def test_struct_body_and_pydantic_response_model_work_together(twin: Twin) -> None:
+    router = twin.router_class()
 
     @router.post("/items", response_model=Item)
     async def create(city: City):
@@ -123,8 +124,8 @@ def test_struct_body_and_pydantic_response_model_work_together() -> None:
     assert response.json() == {"name": "Oslo", "quantity": 2}
 
 
-def test_struct_body_is_strict_on_a_route_with_a_pydantic_response_model() -> None:
-    router = MsgspecRouter()
+def test_struct_body_is_strict_on_a_route_with_a_pydantic_response_model(twin: Twin) -> None:
+    router = twin.router_class()
 
     @router.post("/items", response_model=Item)
     async def create(city: City):
@@ -135,14 +136,14 @@ def test_struct_body_is_strict_on_a_route_with_a_pydantic_response_model() -> No
     assert response.status_code == 422
 
 
-def test_plain_router_and_msgspec_router_side_by_side() -> None:
+def test_plain_router_and_msgspec_router_side_by_side(twin: Twin) -> None:
     plain = APIRouter(prefix="/plain")
 
     @plain.post("/items")
     async def plain_create(item: Item) -> Item:
         return item
 
-    ours = MsgspecRouter(prefix="/msgspec")
+    ours = twin.router_class(prefix="/msgspec")
 
     @ours.post("/cities")
     async def create(city: City) -> City:
@@ -164,9 +165,11 @@ def test_plain_router_and_msgspec_router_side_by_side() -> None:
     validate(app.openapi())
 
 
-def test_plain_router_keeps_pydantic_parameter_coercion_next_to_a_msgspec_router() -> None:
+def test_plain_router_keeps_pydantic_parameter_coercion_next_to_a_msgspec_router(
+    twin: Twin,
+) -> None:
     plain = APIRouter(prefix="/plain")
-    ours = MsgspecRouter(prefix="/msgspec")
+    ours = twin.router_class(prefix="/msgspec")
 
     async def ratio(value: Annotated[float, Query()]):
         return {"value": value}
@@ -200,8 +203,10 @@ def test_pydantic_route_on_a_msgspec_router_is_documented_by_fastapi() -> None:
     assert "quantity" in document["components"]["schemas"]["Item"]["properties"]
 
 
-def test_response_model_filtering_options_still_work_for_a_pydantic_response_model() -> None:
-    router = MsgspecRouter()
+def test_response_model_filtering_options_still_work_for_a_pydantic_response_model(
+    twin: Twin,
+) -> None:
+    router = twin.router_class()
 
     @router.get("/item", response_model=Item, response_model_exclude={"quantity"})
     async def item():
@@ -210,8 +215,10 @@ def test_response_model_filtering_options_still_work_for_a_pydantic_response_mod
     assert client_for(router).get("/item").json() == {"name": "pen"}
 
 
-def test_response_model_by_alias_false_still_works_for_a_pydantic_response_model() -> None:
-    router = MsgspecRouter()
+def test_response_model_by_alias_false_still_works_for_a_pydantic_response_model(
+    twin: Twin,
+) -> None:
+    router = twin.router_class()
 
     @router.get("/person", response_model=Person, response_model_by_alias=False)
     async def person():

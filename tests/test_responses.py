@@ -17,6 +17,7 @@ from fastapi.exceptions import ResponseValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
 from fastapi.testclient import TestClient
 from support import client_for
+from twins import Twin
 
 from msgspec_fastapi import MsgspecJSONResponse, MsgspecRouter
 
@@ -421,8 +422,8 @@ def test_status_code_of_the_route_is_used(router: MsgspecRouter) -> None:
     assert response.json() == {"name": "Oslo", "population": 1}
 
 
-def test_status_and_headers_set_on_an_injected_response_are_kept() -> None:
-    router = MsgspecRouter()
+def test_status_and_headers_set_on_an_injected_response_are_kept(twin: Twin) -> None:
+    router = twin.router_class()
 
     @router.post("/cities", status_code=201)
     async def create(response: Response) -> City:
@@ -440,8 +441,8 @@ def test_status_and_headers_set_on_an_injected_response_are_kept() -> None:
     assert response.json() == {"name": "Oslo", "population": 1}
 
 
-def test_injected_response_without_changes_keeps_the_route_status() -> None:
-    router = MsgspecRouter()
+def test_injected_response_without_changes_keeps_the_route_status(twin: Twin) -> None:
+    router = twin.router_class()
 
     @router.post("/cities", status_code=201)
     async def create(response: Response) -> City:
@@ -466,8 +467,8 @@ def test_bodyless_status_of_the_route_sends_no_body_and_no_content_length(
 
 
 @pytest.mark.parametrize("status", [204, 304])
-def test_bodyless_status_set_on_an_injected_response_sends_no_body(status: int) -> None:
-    router = MsgspecRouter()
+def test_bodyless_status_set_on_an_injected_response_sends_no_body(status: int, twin: Twin) -> None:
+    router = twin.router_class()
 
     @router.delete("/city")
     async def delete(response: Response) -> City:
@@ -543,8 +544,8 @@ def test_response_model_filtering_option_is_rejected_with_a_struct_response_mode
 # -- custom response classes --------------------------------------------------------------------
 
 
-def test_custom_response_class_is_kept_for_an_untyped_route() -> None:
-    router = MsgspecRouter()
+def test_custom_response_class_is_kept_for_an_untyped_route(twin: Twin) -> None:
+    router = twin.router_class()
 
     @router.get("/text", response_class=PlainTextResponse)
     async def text():
@@ -569,8 +570,9 @@ def test_custom_response_class_is_kept_for_an_untyped_route() -> None:
 )
 def test_custom_response_class_with_a_msgspec_body_is_kept_for_an_untyped_route(
     dependencies: list[Any],
+    twin: Twin,
 ) -> None:
-    router = MsgspecRouter(dependencies=dependencies)
+    router = twin.router_class(dependencies=dependencies)
 
     @router.post("/greet", response_class=PlainTextResponse)
     async def greet(city: City):
@@ -685,8 +687,8 @@ def test_list_response_of_a_wrong_container_type_is_validated(router: MsgspecRou
 # -- background tasks attached to the injected objects ------------------------------------------
 
 
-def test_background_task_runs_after_a_typed_response() -> None:
-    router = MsgspecRouter()
+def test_background_task_runs_after_a_typed_response(twin: Twin) -> None:
+    router = twin.router_class()
     done: list[str] = []
 
     @router.post("/cities")

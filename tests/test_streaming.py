@@ -99,7 +99,7 @@ def routers(twin: Twin, tier: str) -> tuple[MsgspecRouter, APIRouter]:
     """A MsgspecRouter on `twin` and a plain APIRouter, both with `tier`'s dependencies."""
     dependencies = [Depends(no_op_dependency)] if tier == "delegated" else []
     return (
-        MsgspecRouter(route_class=twin.route_class, dependencies=dependencies),
+        twin.router_class(dependencies=dependencies),
         APIRouter(dependencies=dependencies),
     )
 
@@ -1041,7 +1041,7 @@ def build_stream_app(twin: Twin) -> FastAPI:
     """A table of streaming endpoints, every one on `twin`, direct and delegated."""
     app = FastAPI()
     for prefix, dependencies in (("/direct", []), ("/delegated", [Depends(no_op_dependency)])):
-        router = MsgspecRouter(route_class=twin.route_class, dependencies=dependencies)
+        router = twin.router_class(dependencies=dependencies)
 
         @router.get("/typed")
         async def typed(n: int = 3) -> AsyncIterator[City]:
@@ -1181,8 +1181,8 @@ def test_generator_with_pydantic_items_and_a_query_model_is_refused_at_registrat
             yield CityModel(**OSLO)
 
 
-def test_generator_of_pydantic_items_on_a_msgspec_router_is_fastapis_json_lines() -> None:
-    router = MsgspecRouter()
+def test_generator_of_pydantic_items_on_a_msgspec_router_is_fastapis_json_lines(twin: Twin) -> None:
+    router = twin.router_class()
 
     @router.get("/s")
     async def cities() -> AsyncIterator[CityModel]:

@@ -26,6 +26,7 @@ from fastapi.responses import PlainTextResponse
 from fastapi.security import APIKeyHeader
 from fastapi.testclient import TestClient
 from starlette.requests import HTTPConnection
+from twins import Twin
 
 from msgspec_fastapi import MsgspecRoute, MsgspecRouter
 
@@ -170,8 +171,8 @@ def test_route_with_a_special_parameter_runs_delegated(endpoint: Any) -> None:
         with_security,
     ],
 )
-def test_route_with_a_special_parameter_still_decodes_the_body(endpoint: Any) -> None:
-    router = MsgspecRouter()
+def test_route_with_a_special_parameter_still_decodes_the_body(endpoint: Any, twin: Twin) -> None:
+    router = twin.router_class()
     router.add_api_route("/cities", endpoint, methods=["POST"])
     app = FastAPI()
     app.include_router(router)
@@ -204,8 +205,10 @@ def test_router_dependency_makes_its_routes_delegated() -> None:
 # -- the tier used at request time -----------------------------------------------------------------
 
 
-def test_direct_route_does_not_go_through_fastapi_dependency_solving(solved: list[Any]) -> None:
-    router = MsgspecRouter()
+def test_direct_route_does_not_go_through_fastapi_dependency_solving(
+    solved: list[Any], twin: Twin
+) -> None:
+    router = twin.router_class()
 
     @router.post("/cities")
     async def create(city: City) -> City:
@@ -218,8 +221,10 @@ def test_direct_route_does_not_go_through_fastapi_dependency_solving(solved: lis
     assert solved == []
 
 
-def test_delegated_route_goes_through_fastapi_dependency_solving(solved: list[Any]) -> None:
-    router = MsgspecRouter(dependencies=[Depends(no_op)])
+def test_delegated_route_goes_through_fastapi_dependency_solving(
+    solved: list[Any], twin: Twin
+) -> None:
+    router = twin.router_class(dependencies=[Depends(no_op)])
 
     @router.post("/cities")
     async def create(city: City) -> City:
@@ -232,8 +237,10 @@ def test_delegated_route_goes_through_fastapi_dependency_solving(solved: list[An
     assert solved == [only_route(router).endpoint]
 
 
-def test_app_dependency_makes_a_route_delegated_where_it_is_included(solved: list[Any]) -> None:
-    router = MsgspecRouter()
+def test_app_dependency_makes_a_route_delegated_where_it_is_included(
+    solved: list[Any], twin: Twin
+) -> None:
+    router = twin.router_class()
 
     @router.post("/cities")
     async def create(city: City) -> City:
@@ -246,8 +253,8 @@ def test_app_dependency_makes_a_route_delegated_where_it_is_included(solved: lis
     assert solved == [only_route(router).endpoint]
 
 
-def test_each_inclusion_gets_its_own_tier(solved: list[Any]) -> None:
-    router = MsgspecRouter()
+def test_each_inclusion_gets_its_own_tier(solved: list[Any], twin: Twin) -> None:
+    router = twin.router_class()
 
     @router.post("/cities")
     async def create(city: City) -> City:
@@ -266,14 +273,15 @@ def test_each_inclusion_gets_its_own_tier(solved: list[Any]) -> None:
 
 def test_nested_direct_route_does_not_go_through_fastapi_dependency_solving(
     solved: list[Any],
+    twin: Twin,
 ) -> None:
-    inner = MsgspecRouter(prefix="/inner")
+    inner = twin.router_class(prefix="/inner")
 
     @inner.post("/cities/{city_id}")
     async def create(city_id: int, city: City) -> City:
         return city
 
-    outer = MsgspecRouter(prefix="/outer")
+    outer = twin.router_class(prefix="/outer")
     outer.include_router(inner)
     app = FastAPI()
     app.include_router(outer, prefix="/api")
@@ -285,7 +293,7 @@ def test_nested_direct_route_does_not_go_through_fastapi_dependency_solving(
 # -- clients cannot tell the tiers apart ---------------------------------------------------------
 
 
-def twin_app() -> TestClient:
+def twin_app(twin: Twin) -> TestClient:
     """The same endpoint at /direct/... and /delegated/..."""
 
     async def create(
@@ -305,8 +313,8 @@ def twin_app() -> TestClient:
     async def listing(city_id: int) -> list[City]:
         return [City(name="Oslo", population=city_id)]
 
-    direct = MsgspecRouter(prefix="/direct")
-    delegated = MsgspecRouter(prefix="/delegated", dependencies=[Depends(no_op)])
+    direct = twin.router_class(prefix="/direct")
+    delegated = twin.router_class(prefix="/delegated", dependencies=[Depends(no_op)])
     for router in (direct, delegated):
         router.add_api_route("/cities/{city_id}", create, methods=["POST"], status_code=201)
         router.add_api_route("/cities/{city_id}", listing, methods=["GET"])
@@ -363,9 +371,9 @@ REQUESTS: dict[str, tuple[str, str, dict[str, Any]]] = {
 
 
 @pytest.mark.parametrize("case", list(REQUESTS))
-def test_both_tiers_give_the_same_response(case: str) -> None:
+def test_both_tiers_give_the_same_response(case: str, twin: Twin) -> None:
     method, url, options = REQUESTS[case]
-    client = twin_app()
+    client = twin_app(twin)
 
     direct = client.request(method, "/direct" + url, **options)
     delegated = client.request(method, "/delegated" + url, **options)
@@ -375,8 +383,10 @@ def test_both_tiers_give_the_same_response(case: str) -> None:
     assert direct.content == delegated.content
 
 
-def test_invalid_response_raises_the_same_response_validation_error_on_both_tiers() -> None:
-    client = twin_app()
+def test_invalid_response_raises_the_same_response_validation_error_on_both_tiers(
+    twin: Twin,
+) -> None:
+    client = twin_app(twin)
     body = json_post({"name": "invalid", "population": 1})
     errors = {}
     for prefix in ("/direct", "/delegated"):

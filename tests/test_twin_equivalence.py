@@ -22,8 +22,6 @@ from hypothesis import strategies as st
 from raw_asgi import send_request
 from twins import PerTwin, Twin, outcome
 
-from msgspec_fastapi import MsgspecRouter
-
 
 class City(msgspec.Struct):
     name: Annotated[str, msgspec.Meta(min_length=1, max_length=20)]
@@ -61,7 +59,7 @@ def touch() -> None:
 
 
 def build_app(twin: Twin) -> FastAPI:
-    cities = MsgspecRouter(route_class=twin.route_class)
+    cities = twin.router_class()
 
     @cities.post("/cities/validate")
     async def validate(batch: list[City]) -> dict[str, int]:

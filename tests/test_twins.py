@@ -8,13 +8,16 @@ is "compiled": then it fails, so that a build without its extension cannot pass.
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Any
 
 import pytest
 from fastapi import FastAPI
 from raw_asgi import request
 from twins import Twin, get_twin
 
-from msgspec_fastapi import MsgspecRouter, _impl
+from msgspec_fastapi import MsgspecRoute, MsgspecRouter, _impl
+
+pytestmark = pytest.mark.pure_smoke
 
 
 @pytest.fixture
@@ -33,8 +36,45 @@ def test_twin_fixture_gives_the_module_of_its_name(twin: Twin) -> None:
     assert twin.name == twin.module.IMPLEMENTATION
 
 
+def bound_to(value: Any, module: ModuleType) -> bool:
+    """Whether a class attribute is `module` itself or one of its functions."""
+    return value is module or getattr(value, "__module__", None) == module.__name__
+
+
+@pytest.mark.parametrize("default_class", [MsgspecRoute, MsgspecRouter])
+def test_everything_bound_to_the_default_twin_is_rebound_by_the_twin_classes(
+    twin: Twin, default_class: type[Any]
+) -> None:
+    twin_class = twin.route_class if default_class is MsgspecRoute else twin.router_class
+    bound = [n for n, v in vars(default_class).items() if bound_to(v, _impl.twin)]
+    assert bound  # the scan finds the bindings it checks
+    rebound = [n for n in bound if bound_to(getattr(twin_class, n), twin.module)]
+    assert rebound == bound
+
+
+def test_a_twins_router_class_runs_its_inclusions_and_routes_on_that_twin(twin: Twin) -> None:
+    router = twin.router_class()
+    methods = (type(router).matches, type(router).handle)
+    assert methods == (twin.module.router_matches, twin.module.router_handle)
+    assert router.route_class is twin.route_class
+
+
+def test_a_twins_install_dispatch_routes_the_app_through_that_twins_index(twin: Twin) -> None:
+    router = twin.router_class()
+
+    @router.get("/ping")
+    async def ping() -> dict[str, bool]:
+        return {"pong": True}
+
+    app = FastAPI()
+    app.include_router(router)
+    twin.install_dispatch(app)
+    assert request(app, "GET", b"/ping").json() == {"pong": True}
+    assert type(app.router.middleware_stack) is twin.module.AppDispatcher
+
+
 def test_routes_of_a_twins_route_class_run_on_that_twin(twin: Twin) -> None:
-    router = MsgspecRouter(route_class=twin.route_class)
+    router = twin.router_class()
 
     @router.get("/ping")
     async def ping() -> dict[str, bool]:

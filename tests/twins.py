@@ -18,10 +18,12 @@ from types import ModuleType
 from typing import Any, Generic, TypeVar
 
 import pytest
+from fastapi import FastAPI
 from raw_asgi import Reply
 
 from msgspec_fastapi import _impl
-from msgspec_fastapi.router import MsgspecRoute, route_class_for
+from msgspec_fastapi._dispatch_install import install_dispatch_with
+from msgspec_fastapi.router import MsgspecRoute, MsgspecRouter, route_class_for, router_class_for
 
 T = TypeVar("T")
 
@@ -30,16 +32,26 @@ TWIN_NAMES = ("compiled", "pure")
 
 @dataclass(frozen=True)
 class Twin:
-    """One twin: its name, its module and a route class whose routes run entirely on it."""
+    """One twin: its name, its module, and what runs on it: a route class, a router class
+    (its inclusions' index and, by default, its routes) and `install_dispatch`.
+
+    Everything the package binds to the twin `_impl` picked has its counterpart here, so
+    that a test built from these runs entirely on this twin, whichever one was picked.
+    """
 
     name: str
     module: ModuleType
     route_class: type[MsgspecRoute]
+    router_class: type[MsgspecRouter]
+
+    def install_dispatch(self, app: FastAPI) -> None:
+        """`msgspec_fastapi.install_dispatch` on this twin."""
+        install_dispatch_with(app, self.module)
 
 
 @functools.cache
 def _twin_of(module: ModuleType) -> Twin:
-    return Twin(module.IMPLEMENTATION, module, route_class_for(module))
+    return Twin(module.IMPLEMENTATION, module, route_class_for(module), router_class_for(module))
 
 
 def get_twin(name: str) -> Twin:

@@ -4,7 +4,7 @@ The same code drives every variant, so its own cost is a constant added to each 
 """
 
 import asyncio
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,8 @@ class Case:
     body: bytes
     expected: object
     label: str
+    # Request headers besides those every request has (see http_scope).
+    headers: tuple[tuple[bytes, bytes], ...] = ()
 
     @property
     def expected_body(self) -> bytes:
@@ -42,14 +44,22 @@ class Case:
 class Response:
     status: int
     body: bytes
+    headers: Iterable[tuple[bytes, bytes]] = ()
 
 
-def http_scope(method: str, path: str, query: bytes, body: bytes) -> dict[str, Any]:
+def http_scope(
+    method: str,
+    path: str,
+    query: bytes,
+    body: bytes,
+    extra_headers: tuple[tuple[bytes, bytes], ...] = (),
+) -> dict[str, Any]:
     """A scope shaped like the one uvicorn builds for an HTTP/1.1 request."""
     headers = [(b"host", b"127.0.0.1:8000"), (b"accept", b"*/*")]
     if method != "GET":
         headers.append((b"content-type", b"application/json"))
         headers.append((b"content-length", str(len(body)).encode()))
+    headers.extend(extra_headers)
     return {
         "type": "http",
         "asgi": _ASGI,
@@ -91,6 +101,8 @@ async def call(app: ASGIApp, scope: dict[str, Any], body: bytes, state: dict[str
         kind = message["type"]
         if kind == "http.response.start":
             response.status = message["status"]
+            # Kept as sent, not copied: a constant cost, but as small as it can be.
+            response.headers = message.get("headers", ())
         elif kind == "http.response.body":
             chunks.append(message.get("body", b""))
             if not message.get("more_body", False):

@@ -14,6 +14,13 @@ app). --routes then picks among get-first, get-last, post-first, post-last. The 
 variants call msgspec_fastapi.install_dispatch(app) after including the routers, where
 this package has it (never upstream); the header says whether it was installed.
 
+With --deps, routes whose work is dependencies (bench/micro/deps.py): two dependencies
+(a yield session and the current user from the Authorization header) on a GET and a POST,
+and six three deep on a GET, each also with an unrelated dependency override set; for
+compiled, pure, upstream, pydantic, litestar (Provide), floor (the same dependencies
+called by hand in a raw ASGI route on the FastAPI app) and bare (the same in a bare ASGI
+app). The table shows each route with and without the override, then the target ratios.
+
 With --stream, streaming routes instead: GET /stream/jsonl and GET /stream/sse, each
 answering 1,000 cities from a generator (bench/micro/streams.py), for compiled, pure,
 pydantic (FastAPI's own streaming) and litestar; the table adds items per second. Our
@@ -26,6 +33,8 @@ variants are skipped, with the reason, while this msgspec_fastapi cannot stream.
     python bench/micro.py --formats            # JSON against MessagePack (micro/formats.py)
     python bench/micro.py --models             # query, form and dependency models (micro/models.py)
     python bench/micro.py --stream --quick     # smoke run of the streaming mode
+    python bench/micro.py --deps               # dependencies (micro/deps.py)
+    python bench/micro.py --deps --quick --strict   # its smoke run: every variant answers
 """
 
 import argparse
@@ -44,7 +53,7 @@ from typing import Any, TextIO
 
 from common import BENCH, cpu_model, ensure_upstream, log, run_record, versions
 
-from . import cities, formats, models, routetable, routetable_report, streams
+from . import cities, deps, deps_report, formats, models, routetable, routetable_report, streams
 
 VARIANTS = ("compiled", "pure", "upstream", "pydantic", "litestar", "floor")
 # The variants with streaming routes (--stream); the first is the base of the ratios.
@@ -72,6 +81,7 @@ class Mode:
     routes: list[str]
     sizes: list[int] | None = None
     stream: bool = False
+    deps: bool = False
 
     @property
     def cases(self) -> list[str]:
@@ -82,6 +92,8 @@ class Mode:
     def label(self, case: str) -> str:
         if self.stream:
             return streams.ROUTE_LABELS[case]
+        if self.deps:
+            return deps.CASE_LABELS[case]
         if self.sizes is None:
             return cities.ROUTE_LABELS[case]
         route, size = case.split("@")
@@ -92,6 +104,8 @@ class Mode:
         """The variants whose per-round ratios go into the summary."""
         if self.stream:
             return (STREAM_BASE,)
+        if self.deps:
+            return deps_report.BASES
         if self.sizes is None:
             return ("upstream", "floor")
         return ("upstream", "floor", "app-floor", "bare")
@@ -131,7 +145,20 @@ def _stream_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> M
     return Mode(chosen, list(routes), stream=True)
 
 
+def _deps_mode(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Mode:
+    if args.routers is not None or args.stream:
+        parser.error("--deps, --stream and --routers are separate modes")
+    chosen = args.variants or list(deps.DEPS_VARIANTS)
+    if unknown := sorted(set(chosen) - set(deps.DEPS_VARIANTS)):
+        has = ",".join(deps.DEPS_VARIANTS)
+        parser.error(f"{','.join(unknown)}: no dependency routes (--deps has {has})")
+    routes = _csv(deps.CASE_KEYS)(args.routes) if args.routes else deps.CASE_KEYS
+    return Mode(chosen, list(routes), deps=True)
+
+
 def _modes(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[Mode]:
+    if args.deps:
+        return [_deps_mode(parser, args)]
     if args.stream:
         return [_stream_mode(parser, args)]
     chosen = args.variants or list(TABLE_VARIANTS)
@@ -175,14 +202,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"the streaming mode: {', '.join(streams.ROUTE_LABELS.values())}; items per second",
     )
     parser.add_argument(
+        "--deps",
+        action="store_true",
+        help="the dependency mode: two dependencies (GET, POST) and six (GET), each also"
+        " with an unrelated override set; with Litestar, the floor and a bare ASGI app",
+    )
+    parser.add_argument(
         "--variants",
         type=_csv(TABLE_VARIANTS),
-        help=f"{','.join(VARIANTS)}; with --routers also app-floor,bare (default: all)",
+        help=f"{','.join(VARIANTS)}; with --routers also app-floor,bare, with --deps also"
+        " bare (default: all)",
     )
     parser.add_argument(
         "--routes",
         help=f"{','.join(cities.ROUTE_KEYS)}; with --routers"
-        f" {','.join(routetable.ROUTE_KEYS)} (default: all)",
+        f" {','.join(routetable.ROUTE_KEYS)}; with --deps {','.join(deps.CASE_KEYS)}"
+        " (default: all)",
     )
     parser.add_argument(
         "--models",
@@ -252,10 +287,17 @@ class Worker:
     process: subprocess.Popen[str]
     info: dict[str, Any] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    # The cases this variant answers (Litestar has no override cases in --deps).
+    cases: set[str] = field(default_factory=set)
 
     @classmethod
     def start(
-        cls, variant: str, cpu: int, sizes: list[int] | None, stream: bool = False
+        cls,
+        variant: str,
+        cpu: int,
+        sizes: list[int] | None,
+        stream: bool = False,
+        deps: bool = False,
     ) -> "Worker":
         # The same string hashing in every worker and run, one less source of noise.
         env = dict(os.environ, PYTHONHASHSEED="0")
@@ -265,6 +307,8 @@ class Worker:
             command += ["--routers", ",".join(map(str, sizes))]
         if stream:
             command.append("--stream")
+        if deps:
+            command.append("--deps")
         process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=BENCH
         )
@@ -433,7 +477,9 @@ def start_workers(args: argparse.Namespace, mode: Mode, skipped: dict[str, str])
         variants.remove("upstream")
     log(f"starting {len(variants)} workers on CPU {args.cpu}: {', '.join(variants)}")
     # Started together: setup is not timed, and each worker then waits for its commands.
-    pending = [Worker.start(variant, args.cpu, mode.sizes, mode.stream) for variant in variants]
+    pending = [
+        Worker.start(variant, args.cpu, mode.sizes, mode.stream, mode.deps) for variant in variants
+    ]
     ready: list[Worker] = []
     try:
         fingerprints = {}
@@ -445,6 +491,7 @@ def start_workers(args: argparse.Namespace, mode: Mode, skipped: dict[str, str])
                 log(f"  {worker.variant}: skipped, {message['reason']}")
                 continue
             worker.info = message["info"]
+            worker.cases = set(message["cases"])
             fingerprints[worker.variant] = message["fingerprint"]
             ready.append(worker)
             log(f"  {worker.variant}: ready, answers checked")
@@ -466,6 +513,8 @@ def warm_up(workers: list[Worker], cases: list[str], args: argparse.Namespace) -
     for worker in workers:
         parts = []
         for route in cases:
+            if route not in worker.cases:
+                continue
             answer = worker.ask(
                 "warmup", route=route, seconds=args.warmup_seconds, target=args.batch_seconds
             )
@@ -477,7 +526,10 @@ def warm_up(workers: list[Worker], cases: list[str], args: argparse.Namespace) -
 def run_rounds(workers: list[Worker], cases: list[str], args: argparse.Namespace) -> dict[str, Any]:
     """Per clock, route and variant: µs per request of each round, in round order."""
     times: dict[str, dict[str, dict[str, list[float]]]] = {
-        clock: {route: {worker.variant: [] for worker in workers} for route in cases}
+        clock: {
+            route: {worker.variant: [] for worker in workers if route in worker.cases}
+            for route in cases
+        }
         for clock in CLOCKS
     }
     orders = []
@@ -491,6 +543,8 @@ def run_rounds(workers: list[Worker], cases: list[str], args: argparse.Namespace
         for route in cases:
             wall_total = cpu_total = 0
             for worker in order:
+                if route not in worker.cases:
+                    continue
                 count = worker.counts[route]
                 answer = worker.ask("run", route=route, count=count)
                 for clock in CLOCKS:
@@ -500,6 +554,7 @@ def run_rounds(workers: list[Worker], cases: list[str], args: argparse.Namespace
             line = "  ".join(
                 f"{worker.variant:>{width}} {times[args.clock][route][worker.variant][-1]:8.1f}"
                 for worker in workers
+                if route in worker.cases
             )
             # Wall time well above CPU time means another process took turns on the CPU.
             shared = 100 * (wall_total / max(cpu_total, 1) - 1)
@@ -527,6 +582,8 @@ def write_json(
     if mode.stream:
         config["stream"] = True
         config["items_per_request"] = streams.STREAM_COUNT
+    if mode.deps:
+        config["deps"] = True
     variants: dict[str, Any] = {
         worker.variant: {"status": "ok", "info": worker.info, "batch": worker.counts}
         for worker in workers
@@ -557,6 +614,8 @@ def write_json(
             {"label": label, "median": statistics.median(ratios), "quartiles": _quartiles(ratios)}
             for label, ratios in found
         ]
+    if mode.deps:
+        result["targets"] = deps_report.targets_json(rounds["times"][args.clock])
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2, default=str) + "\n")
     log(f"results written to {path}")
@@ -587,6 +646,11 @@ def run_mode(
     print_header(sys.stdout, args, meta)
     if mode.stream:
         print_stream_table(sys.stdout, summary, mode, skipped)
+    elif mode.deps:
+        print(route_index_note(workers), file=sys.stdout)
+        deps_report.print_table(sys.stdout, summary, times)
+        deps_report.print_targets(sys.stdout, times)
+        print_skipped(sys.stdout, skipped)
     elif mode.sizes is None:
         print_table(sys.stdout, summary, mode, skipped)
     else:

@@ -1,5 +1,6 @@
-"""What --formats and --models share: several apps in this one process, on one event
-loop, timed in batches (the other modes run each variant in a worker process instead)."""
+"""What --formats, --models and --deps share: apps in this one process, on one event loop,
+timed in batches. --formats and --models run every variant in the driver's process; --deps
+runs one per worker process (worker.py), as the city routes do."""
 
 from __future__ import annotations
 
@@ -38,12 +39,16 @@ class InProcessBench(Generic[Key]):
 
     def size(self, key: Key, seconds: float, target: float) -> int:
         """Warm up for `seconds`, then the batch size that takes about `target` seconds."""
+        return self.warm_up(key, seconds, target)[0]
+
+    def warm_up(self, key: Key, seconds: float, target: float) -> tuple[int, float]:
+        """size(), and the µs per request of the last warm-up batch (a worker's answer)."""
         count, spent = 1, 0
         while True:
             elapsed, _ = self.run(key, count)
             spent += elapsed
             if spent >= seconds * 1e9 and elapsed >= min(target, 0.05) * 1e9:
-                return max(1, round(target * 1e9 * count / elapsed))
+                return max(1, round(target * 1e9 * count / elapsed)), elapsed / count / 1e3
             if elapsed < 0.05e9:
                 count *= 2
 

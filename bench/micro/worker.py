@@ -4,8 +4,12 @@ Protocol: one JSON object per line. The worker first writes {"status": "ready", 
 {"status": "skipped", "reason": ...} or {"status": "error", "message": ...}; then it answers
 each command read from stdin ("warmup", "run", "quit") with one line.
 
+The ready message lists the cases the worker answers. With --deps the worker runs
+deps.DepsBench (the dependency routes) instead of Bench.
+
 Nothing at the top imports FastAPI or an app: which `msgspec_fastapi` (if any) gets imported
-depends on the variant, so load() settles sys.path before the first app import.
+depends on the variant, so load() (deps.load() with --deps) settles sys.path before the
+first app import.
 """
 
 import argparse
@@ -26,7 +30,7 @@ from typing import Any, TextIO
 import msgspec
 from common import ROUTER_VARIANTS, Unavailable, import_router_package, version, versions
 
-from . import cities, routetable, streams
+from . import cities, deps, routetable, streams
 from .asgi import ASGIApp, Case, Lifespan, Response, WrongAnswer, call, http_scope
 
 # Variants whose bytes must equal msgspec's own encoding. Pydantic formats JSON by itself,
@@ -211,7 +215,9 @@ class Bench:
         self.loop.close()
 
 
-def serve(bench: Bench, commands: TextIO, reply: Callable[[dict[str, Any]], None]) -> None:
+def serve(
+    bench: Bench | deps.DepsBench, commands: TextIO, reply: Callable[[dict[str, Any]], None]
+) -> None:
     for line in commands:
         command = json.loads(line)
         op = command["op"]
@@ -235,6 +241,7 @@ def main() -> int:
     parser.add_argument("--cpu", type=int, required=True)
     parser.add_argument("--routers", help="route-table sizes, comma-separated (else the cities)")
     parser.add_argument("--stream", action="store_true", help="the streaming routes (streams.py)")
+    parser.add_argument("--deps", action="store_true", help="the dependency routes (deps.py)")
     args = parser.parse_args()
 
     # Before anything else, so every thread the process starts later inherits the pinning.
@@ -249,9 +256,14 @@ def main() -> int:
 
     try:
         sizes = [int(size) for size in args.routers.split(",")] if args.routers else None
+        bench: Bench | deps.DepsBench
         try:
-            apps, info = load(args.variant)
-            bench = Bench(args.variant, apps, sizes, args.stream)
+            if args.deps:
+                bench = deps.DepsBench(args.variant)
+                info = bench.info
+            else:
+                apps, info = load(args.variant)
+                bench = Bench(args.variant, apps, sizes, args.stream)
         except Unavailable as skip:
             reply({"status": "skipped", "reason": str(skip)})
             return 0
@@ -264,7 +276,8 @@ def main() -> int:
             cpu=sorted(os.sched_getaffinity(0)),
             **versions(("fastapi", "starlette", "msgspec", "pydantic")),
         )
-        reply({"status": "ready", "info": info, "fingerprint": bench.fingerprint()})
+        ready = {"info": info, "fingerprint": bench.fingerprint(), "cases": list(bench.cases)}
+        reply({"status": "ready", **ready})
         serve(bench, sys.stdin, reply)
     except Exception as exc:
         traceback.print_exc()

@@ -11,13 +11,23 @@ from typing import Annotated
 import msgspec
 from common import route_index_installer
 from database import CityStore
-from fastapi import FastAPI, Query
+from fastapi import Depends, FastAPI, Query
 from schemas_msgspec import Accepted, City, CityBatch, CityPage, CitySearch, CitySearchResult
+from sqlalchemy.ext.asyncio import AsyncSession
 
 import msgspec_fastapi
 from msgspec_fastapi import MsgspecRouter, install_openapi
 
 store = CityStore.from_environment()
+
+
+async def get_session() -> AsyncIterator[AsyncSession]:
+    """One database session per request, as in FastAPI's SQL tutorial."""
+    async with store.sessions() as session:
+        yield session
+
+
+SessionDep = Annotated[AsyncSession, Depends(get_session)]
 
 
 def cities_from_rows(rows: object) -> list[City]:
@@ -40,16 +50,18 @@ async def validate_cities(batch: CityBatch) -> Accepted:
 
 @router.get("/cities")
 async def list_cities(
+    session: SessionDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> CityPage:
-    rows = await store.page(offset, limit)
+    rows = await store.page(session, offset, limit)
     return CityPage(offset=offset, limit=limit, items=cities_from_rows(rows))
 
 
 @router.post("/cities/search")
-async def search_cities(query: CitySearch) -> CitySearchResult:
+async def search_cities(query: CitySearch, session: SessionDep) -> CitySearchResult:
     rows = await store.search(
+        session,
         country=query.country,
         admin1=query.admin1,
         min_population=query.min_population,

@@ -1,8 +1,9 @@
 """Database access shared by every variant of the service.
 
-Each variant reads the same rows with the same SQLAlchemy ORM queries; they differ only
-in the models that the rows are converted to and in how requests and responses are
-handled.
+Each variant reads the same rows with the same SQLAlchemy ORM queries, in a session its
+routes take from a `yield` dependency over `CityStore.sessions`, as FastAPI's SQL tutorial
+does (on Litestar a `Provide` of the same generator). The variants differ only in the
+models that the rows are converted to and in how requests and responses are handled.
 """
 
 from __future__ import annotations
@@ -13,7 +14,12 @@ from pathlib import Path
 
 from models import City
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
 
 DB_URL_ENV = "BENCH_DB_URL"
 # One pooled connection per load-generator connection, so no request waits for the pool.
@@ -45,13 +51,14 @@ class CityStore:
     def from_environment(cls) -> CityStore:
         return cls(os.environ[DB_URL_ENV])
 
-    async def page(self, offset: int, limit: int) -> Sequence[City]:
+    @staticmethod
+    async def page(session: AsyncSession, offset: int, limit: int) -> Sequence[City]:
         statement = select(City).order_by(City.id).offset(offset).limit(limit)
-        async with self.sessions() as session:
-            return (await session.scalars(statement)).all()
+        return (await session.scalars(statement)).all()
 
+    @staticmethod
     async def search(
-        self,
+        session: AsyncSession,
         *,
         country: str,
         admin1: str | None,
@@ -67,8 +74,7 @@ class CityStore:
         if admin1 is not None:
             statement = statement.where(City.admin1_code == admin1)
         statement = statement.order_by(City.population.desc(), City.id).limit(limit)
-        async with self.sessions() as session:
-            return (await session.scalars(statement)).all()
+        return (await session.scalars(statement)).all()
 
     async def close(self) -> None:
         await self.engine.dispose()

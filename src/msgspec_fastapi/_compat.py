@@ -15,17 +15,22 @@ request path read its route-shaped attributes (`original_route`, `path_format`,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
+from contextlib import AbstractContextManager
 from typing import Any
 
 from fastapi import routing as _routing
 from fastapi import sse as _sse
+from fastapi.dependencies.utils import solve_dependencies as _solve_dependencies
+from fastapi.exceptions import RequestValidationError
 from fastapi.openapi import utils as _openapi_utils
+from fastapi.telemetry import _api as _telemetry
 from starlette._exception_handler import _lookup_exception_handler
 from starlette._utils import get_route_path as _get_route_path
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Scope
 
 # The route context FastAPI is building a handler for. Included routers are built lazily
@@ -325,3 +330,35 @@ def sse_ping_interval() -> float:
 
 
 SSE_EVENT_SCHEMA: dict[str, Any] = _sse._SSE_EVENT_SCHEMA
+
+
+# -- telemetry: FastAPI's own reporting of a route (`FastAPI(telemetry=...)`) ------------
+# What `_telemetry` runs in place of FastAPI's request handler, all alike in 0.142.2 and
+# 0.165.0. The three reporting functions do nothing for a request not observed.
+
+# The request's TelemetryData (public), or None.
+telemetry_data: Callable[[], Any] = _telemetry.get_telemetry_data
+# `with operation(name="endpoint", function=call):` a `fastapi.<name>` span, as FastAPI's
+# request handler opens around dependency solving, the endpoint and serialization.
+operation: Callable[..., AbstractContextManager[None]] = _telemetry._operation
+# Reports a RequestValidationError: TelemetryData's body and errors, and the
+# `fastapi.validation.failed` log record.
+validation_failed: Callable[[RequestValidationError], None] = _telemetry._validation_failed
+
+# The ASGI app FastAPI makes of a route handler (`APIRoute.app`, without the body limit):
+# the exit stacks dependencies need, and the application's exception handlers.
+route_app: Callable[[Callable[[Request], Coroutine[Any, Any, Response]]], ASGIApp] = (
+    _routing.request_response
+)
+
+
+async def solve_dependencies(request: Request, dependant: Any, overrides_provider: Any) -> Any:
+    """FastAPI's solving of a dependant without a FastAPI body, as its request handler
+    runs it: (values, errors, background_tasks, response, ...)."""
+    return await _solve_dependencies(
+        request=request,
+        dependant=dependant,
+        dependency_overrides_provider=overrides_provider,
+        async_exit_stack=request.scope["fastapi_inner_astack"],
+        embed_body_fields=False,
+    )

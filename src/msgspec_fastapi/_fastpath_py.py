@@ -631,6 +631,7 @@ class RouteRuntime:
         "status_code",
         "stream",
         "strict_content_type",
+        "traced_app",
         "trusted_class",
     )
 
@@ -646,6 +647,7 @@ class RouteRuntime:
     endpoint: Any
     body_name: Any
     form: Any
+    traced_app: Any
 
     def __init__(self, plan: Any) -> None:
         # Fields a plan leaves out keep the values a C struct starts with: None, 0, False.
@@ -680,6 +682,8 @@ class RouteRuntime:
         self.body_name = direct.body_name if direct is not None else None
         self.models = tuple(plan.models)
         self.form = plan.form
+        # Direct tier: the route's delegated handling, as an ASGI app (set by the router).
+        self.traced_app = None
 
     # -- body -----------------------------------------------------------------------
 
@@ -956,6 +960,11 @@ class RouteRuntime:
         error: Exception | None = None
         body: Any = None
         raw: bytes | None = None
+        if scope.get(TELEMETRY_SCOPE_KEY) is not None:
+            # FastAPI's telemetry observes the request: the delegated tier reports its
+            # steps as FastAPI's handler does (see `_telemetry`).
+            await self.traced_app(scope, receive, send)
+            return
         try:
             # read_raw's steps, inline: two coroutines less per request.
             if self.max_body_size >= 0:
@@ -1287,3 +1296,7 @@ def router_handle(router: Any, scope: Scope, receive: Receive, send: Send) -> Aw
         if selected is not None and selected[1] is not None:
             return dispatch(selected, scope, receive, send)
     return API_ROUTER_HANDLE(router, scope, receive, send)
+
+
+# The index builder tells this twin's routes and routers from custom ones by these.
+_shared.TWIN_ENTRY_POINTS.add(route_matches, route_handle, router_matches, router_handle)

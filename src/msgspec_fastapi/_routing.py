@@ -11,15 +11,16 @@ unknown or patched convertor, a regex that is not the one Starlette would compil
 route class with its own `matches`) is an always-candidate: it is tried at its place
 for every request. Included routes only FastAPI can handle (Mounts, Hosts, Starlette
 routes, custom routers) hand the request to FastAPI's own loop when they come up.
+
+The twins import this module, so it imports neither twin: each is handed its classes
+(`INDEX_CLASSES`) and finds the twins' functions in `_shared.TWIN_ENTRY_POINTS`.
 """
 
 from __future__ import annotations
 
 import re
-from functools import partial
 from typing import Any
 
-from fastapi import FastAPI
 from fastapi.routing import APIRoute, APIRouter, APIWebSocketRoute
 from starlette import convertors, routing
 
@@ -34,6 +35,7 @@ from ._shared import (
     ROUTES_GENERATION,
     SEGMENT_ANY,
     SEGMENT_DIGITS,
+    TWIN_ENTRY_POINTS,
 )
 
 # Path segment kinds while building; LITERAL and TAIL never reach the twins.
@@ -101,31 +103,18 @@ def path_shape(
     return shape
 
 
-def _twins() -> list[Any]:
-    """The request-path twins that import here: their functions are ours, not custom."""
-    from . import _fastpath_py
-
-    twins: list[Any] = [_fastpath_py]
-    try:
-        from . import _fastpath  # type: ignore[attr-defined]
-    except ImportError:  # pragma: no cover - a pure-only install
-        pass
-    else:
-        twins.append(_fastpath)
-    return twins
-
-
 class _Builder:
     """Fills one index: entries in registration order, each filed by its path shape."""
 
     def __init__(self, index: Any, classes: tuple[type, type, type, type]) -> None:
         self.index = index
         _, self.entry_class, self.node_class, self.matcher_class = classes
-        twins = _twins()
-        self.route_matches = {twin.route_matches for twin in twins}
-        self.route_handle = {twin.route_handle for twin in twins}
+        # Every twin imported so far has added its functions: a route or router can only
+        # be bound to a twin that was imported.
+        self.route_matches = TWIN_ENTRY_POINTS.route_matches
+        self.route_handle = TWIN_ENTRY_POINTS.route_handle
         self.router_methods = {(APIRouter.matches, APIRouter.handle)}
-        self.router_methods.update((twin.router_matches, twin.router_handle) for twin in twins)
+        self.router_methods.update(TWIN_ENTRY_POINTS.router_methods)
 
     def add(self, entry: Any, shape: list[tuple[int, str]] | None) -> None:
         entry.position = len(self.index.entries)
@@ -282,28 +271,3 @@ def build_included_index(included: Any, classes: tuple[type, type, type, type]) 
     builder.add_inclusion(included, (), False)
     index.generation = generation
     return index
-
-
-def install_dispatch_with(app: FastAPI, twin: Any) -> None:
-    """`install_dispatch` with the given request-path twin (tests run both)."""
-    router = app.router
-    if not isinstance(router, APIRouter) or type(router).app is not APIRouter.app:
-        raise TypeError("install_dispatch needs FastAPI's own APIRouter as app.router")
-    fallback = APIRouter.app.__get__(router)
-    rebuild = partial(build_app_index, router, twin.INDEX_CLASSES)
-    dispatcher = twin.AppDispatcher(router, fallback, rebuild)
-    _compat.replace_router_app(router, dispatcher)
-
-
-def install_dispatch(app: FastAPI) -> None:
-    """Route the application's requests through the route index.
-
-    Call once, after including the routers. Routes added later (to the application or
-    any router included in it) are picked up: the index is rebuilt when FastAPI's route
-    table changes. Middleware, exception handlers and the route handlers stay as they
-    are; FastAPI's own loop still answers what the index does not decide (redirects,
-    low-priority routes, 404, and routes only FastAPI can handle).
-    """
-    from . import _impl
-
-    install_dispatch_with(app, _impl.twin)

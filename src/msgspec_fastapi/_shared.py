@@ -165,6 +165,33 @@ class Generation:
 ROUTES_GENERATION = Generation()
 
 
+class EntryPoints:
+    """The `matches` and `handle` functions of every request-path twin imported so far.
+
+    Each twin adds its own as it is imported, so that the index builder (`_routing`) tells
+    the package's routes and routers from custom ones without importing the twins: imports
+    go one way, from registration to the request path.
+    """
+
+    __slots__ = ("route_handle", "route_matches", "router_methods")
+
+    def __init__(self) -> None:
+        self.route_matches: set[Any] = set()
+        self.route_handle: set[Any] = set()
+        # (matches, handle) pairs of a router's inclusion.
+        self.router_methods: set[tuple[Any, Any]] = set()
+
+    def add(
+        self, route_matches: Any, route_handle: Any, router_matches: Any, router_handle: Any
+    ) -> None:
+        self.route_matches.add(route_matches)
+        self.route_handle.add(route_handle)
+        self.router_methods.add((router_matches, router_handle))
+
+
+TWIN_ENTRY_POINTS = EntryPoints()
+
+
 class Absent:
     """The marker for a scope entry that was not there before matching set it."""
 

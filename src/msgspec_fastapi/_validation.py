@@ -21,9 +21,10 @@ Errors keep msgspec's wording with the full path (`Expected `int`, got `str` - a
 from __future__ import annotations
 
 import re
+import sys
 import time
 from collections.abc import Sequence
-from types import NoneType, UnionType
+from types import FrameType, NoneType, UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
 
 import msgspec
@@ -46,13 +47,47 @@ _SEQUENCES = (list, tuple, set, frozenset)
 _NO_VALUE = object()
 
 
+# Frames FastAPI's exception handling takes besides encoding an error's `input` with its
+# (recursive, Python) jsonable_encoder, which takes one frame per level of nesting.
+_HANDLER_FRAMES = 50
+
+
+def nests_deeper_than(raw: bytes, value: Any, msgpack: bool) -> bool:
+    """Whether `value`, decoded from `raw`, nests lists and dicts too deeply for FastAPI to
+    encode as an error's `input` in the frames left on the stack.
+
+    msgspec decodes deeper than Python recurses where the interpreter counts C recursion
+    apart (CPython 3.12 and later). Walked without recursion, and only for a body with
+    enough brackets (or, in MessagePack, bytes) to nest that deep.
+    """
+    frame: FrameType | None = sys._getframe()
+    in_use = 0
+    while frame is not None:
+        frame, in_use = frame.f_back, in_use + 1
+    limit = sys.getrecursionlimit() - in_use - _HANDLER_FRAMES
+    if len(raw) <= limit or (not msgpack and raw.count(b"[") + raw.count(b"{") <= limit):
+        return False
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            item = item.values()
+        elif not isinstance(item, list):
+            continue
+        if depth > limit:
+            return True
+        pending.extend((child, depth + 1) for child in item)
+    return False
+
+
 def decode_untyped(raw: bytes, msgpack: bool = False) -> Any:
     """The body as builtins; `_NO_VALUE` when it is well-formed but out of range.
 
-    Raises the 400 for a body that is not JSON (or MessagePack) at all.
+    Raises the 400 for a body that is not JSON (or MessagePack) at all, or that nests
+    deeper than FastAPI can encode in an error.
     """
     try:
-        return msgspec.msgpack.decode(raw) if msgpack else msgspec.json.decode(raw)
+        value = msgspec.msgpack.decode(raw) if msgpack else msgspec.json.decode(raw)
     except msgspec.ValidationError:
         return _NO_VALUE  # well-formed, but a number is out of range: the value's fault
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
@@ -60,6 +95,9 @@ def decode_untyped(raw: bytes, msgpack: bool = False) -> Any:
         raise (malformed_msgpack(exc) if msgpack else malformed_json(exc)) from exc
     except RecursionError as exc:
         raise nested_too_deeply(msgpack) from exc
+    if nests_deeper_than(raw, value, msgpack):
+        raise nested_too_deeply(msgpack)
+    return value
 
 
 def _ext_text(value: Any) -> Any:
@@ -82,9 +120,10 @@ def received_body(raw: bytes | None) -> Any:
     if not raw:
         return None
     try:
-        return msgspec.json.decode(raw)
+        value = msgspec.json.decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
         return raw
+    return raw if nests_deeper_than(raw, value, False) else value
 
 
 def path_text(loc: Loc) -> str:

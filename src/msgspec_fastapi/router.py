@@ -41,14 +41,20 @@ from ._shared import (
     REACHED_KEY,
     SCOPE_KEY,
     STREAM_NONE,
+    TELEMETRY_SCOPE_KEY,
     ClientDisconnect,
     NoResponse,
     RequestValidationError,
 )
+from ._telemetry import traced_handler
 from ._validation import request_invalid
 from .responses import MsgspecJSONResponse
 
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
 _SPEC_ATTR = "__msgspec_spec__"
+# The wrapper's `arguments`, which the handling of an observed request shares.
+_ARGUMENTS_ATTR = "__msgspec_arguments__"
 
 # Before FastAPI 0.164 the router carries `max_body_size` itself: from a route decorator
 # to add_api_route, and from there to the route being built.
@@ -115,8 +121,9 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
     # A generator endpoint's call only makes the generator: no threadpool, no await.
     streams = spec.output is not None and spec.output.stream != STREAM_NONE
 
-    @wraps(endpoint)
-    async def wrapper(**values: Any) -> Any:
+    def arguments(values: dict[str, Any]) -> tuple[Any, Request, Response]:
+        """Fill in what the request path read, or raise its 422; the route's runtime, the
+        request and the sub-response FastAPI made."""
         request = values.pop(request_name) if pop_request else values[request_name]
         sub_response = values.pop(response_name) if pop_response else values[response_name]
         runtime, body, raw, models, model_errors = request.scope[SCOPE_KEY]
@@ -137,6 +144,11 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
                     values[name] = body[name]
             else:
                 values[body_names[0]] = body
+        return runtime, request, sub_response
+
+    @wraps(endpoint)
+    async def wrapper(**values: Any) -> Any:
+        runtime, request, sub_response = arguments(values)
         if streams:
             result = endpoint(**values)
         elif is_coroutine:
@@ -155,6 +167,7 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
         # returns the stream itself.
         del wrapper.__wrapped__
     setattr(wrapper, _SPEC_ATTR, spec)
+    setattr(wrapper, _ARGUMENTS_ATTR, arguments)
     return wrapper
 
 
@@ -206,7 +219,7 @@ class MsgspecRoute(APIRoute):
         if direct is not None:
             self.app = direct
 
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+    def get_route_handler(self) -> Handler:
         context = _compat.building_context()
         target: Any = context if context is not None and context.original_route is self else self
         if target is context:
@@ -242,6 +255,14 @@ class MsgspecRoute(APIRoute):
         if plan.direct is not None:
             direct = _compat.wrap_body_limit(runtime, getattr(target, "max_body_size", None))
         setattr(target, DIRECT_ATTR, direct)
+
+        def served(handler: Handler) -> Handler:
+            """`handler`, which a direct-tier route's runtime hands the requests FastAPI's
+            telemetry observes (`RouteRuntime.traced_app`)."""
+            if direct is not None:
+                runtime.traced_app = _compat.route_app(handler)
+            return handler
+
         has_models = bool(spec.models)
 
         def gather_models(scope: Any) -> tuple[dict[str, Any], list[Any]]:
@@ -251,11 +272,19 @@ class MsgspecRoute(APIRoute):
                 runtime.extract_models(scope, values, errors)
             return values, errors
 
+        # What FastAPI's telemetry, when it observes a request, sees of the route: see
+        # `_telemetry`. Not for a route whose body or response FastAPI handles itself.
+        traced = None
+        if spec.output is not None and target.body_field is None:
+            traced = traced_handler(spec, target, getattr(self.endpoint, _ARGUMENTS_ATTR))
+
         async def delegate(
             request: Request, body: Any, raw: bytes | None, models: Any, model_errors: list[Any]
         ) -> Response:
             """FastAPI's handler, with what the request path read left for the wrapper."""
             request.scope[SCOPE_KEY] = (runtime, body, raw, models, model_errors)
+            if traced is not None and request.scope.get(TELEMETRY_SCOPE_KEY) is not None:
+                return await traced(request, body, raw, models, model_errors)
             try:
                 return await handler(request)
             except RequestValidationError as exc:
@@ -290,7 +319,7 @@ class MsgspecRoute(APIRoute):
                 models, model_errors = gather_models(request.scope)
                 return await delegate(request, None, None, models, model_errors)
 
-            return handle
+            return served(handle)
 
         enforce_limit = plan.max_body_size >= 0
 
@@ -308,7 +337,7 @@ class MsgspecRoute(APIRoute):
             models, model_errors = gather_models(request.scope)
             return await delegate(request, body, raw, models, model_errors)
 
-        return handle_with_body
+        return served(handle_with_body)
 
     def _own_limit(self) -> int:
         """The body limit the request path enforces: -1 where FastAPI enforces its own."""
@@ -486,3 +515,21 @@ class MsgspecRouter(APIRouter):
     head = _accepting_route_options(APIRouter.head)
     patch = _accepting_route_options(APIRouter.patch)
     trace = _accepting_route_options(APIRouter.trace)
+
+
+@cache
+def router_class_for(twin: ModuleType) -> type[MsgspecRouter]:
+    """A MsgspecRouter subclass on `twin`: its inclusions' index and, by default, its routes
+    (`route_class_for`) run on it. With `install_dispatch_with(app, twin)` an application
+    runs on one twin throughout, whichever twin `_impl` picked."""
+    route_class = route_class_for(twin)
+
+    def __init__(self: MsgspecRouter, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("route_class", route_class)
+        MsgspecRouter.__init__(self, *args, **kwargs)
+
+    return type(
+        f"MsgspecRouter_{twin.IMPLEMENTATION}",
+        (MsgspecRouter,),
+        {"__init__": __init__, "matches": twin.router_matches, "handle": twin.router_handle},
+    )

@@ -24,8 +24,6 @@ from raw_asgi import run_on_one_loop as run
 from raw_asgi import send_request
 from twins import PerTwin, Twin
 
-from msgspec_fastapi import MsgspecRouter
-
 TIERS = ("direct", "delegated")
 ROUTES = ("/lines", "/sync-lines", "/untyped-lines", "/events", "/untyped-events")
 
@@ -47,7 +45,7 @@ def build(twin: Twin) -> FastAPI:
     app = FastAPI()
     for tier in TIERS:
         dependencies = [Depends(touch)] if tier == "delegated" else []
-        router = MsgspecRouter(route_class=twin.route_class, dependencies=dependencies)
+        router = twin.router_class(dependencies=dependencies)
 
         @router.get("/lines")
         async def lines() -> AsyncIterator[Point]:

@@ -1,0 +1,145 @@
+"""The printed tables and the target ratios of the dependency mode (--deps)."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any, TextIO
+
+from .deps import DEPS_VARIANTS, OVERRIDE_SUFFIX, ROUTES
+
+# The variants every row's ratios are taken to (summarize() in driver.py).
+BASES = ("litestar", "floor")
+TITLES = {"two-get": "GET, two deps", "two-post": "POST, two deps", "deep-get": "GET, six deps"}
+
+Times = dict[str, dict[str, list[float]]]
+Summary = dict[str, dict[str, dict[str, Any]]]
+
+Target = tuple[str, tuple[str, str], tuple[str, str], float]
+
+
+def _issue_targets() -> list[Target]:
+    """Issue 20's targets: (name, (variant, case), (variant, case), the most allowed)."""
+    found: list[Target] = []
+    for route in ("two-get", "two-post"):
+        found.append(
+            (f"compiled / litestar, {route}", ("compiled", route), ("litestar", route), 0.5)
+        )
+        found.append((f"compiled / floor, {route}", ("compiled", route), ("floor", route), 1.5))
+        found.append((f"pure / litestar, {route}", ("pure", route), ("litestar", route), 1.0))
+    found.append(
+        ("compiled / litestar, deep-get", ("compiled", "deep-get"), ("litestar", "deep-get"), 0.5)
+    )
+    for route in ROUTES:
+        with_override = ("compiled", route + OVERRIDE_SUFFIX)
+        name = f"compiled, {route} with the override / without"
+        found.append((name, with_override, ("compiled", route), 1.1))
+    for route in ROUTES:
+        found.append((f"compiled / pure, {route}", ("compiled", route), ("pure", route), 0.8))
+    return found
+
+
+TARGETS = _issue_targets()
+
+
+def _ratios(times: Times, a: tuple[str, str], b: tuple[str, str]) -> list[float] | None:
+    """Per-round ratios of (variant, case) a to b, or None if either was not measured."""
+    first = times.get(a[1], {}).get(a[0])
+    second = times.get(b[1], {}).get(b[0])
+    if not first or not second:
+        return None
+    return [x / y for x, y in zip(first, second, strict=True)]
+
+
+def _cell(value: float | None, width: int, suffix: str = "") -> str:
+    shown = "-" if value is None else f"{value:.1f}" if not suffix else f"{value:.2f}{suffix}"
+    return f"{shown:>{width}}"
+
+
+def print_table(out: TextIO, summary: Summary, times: Times) -> None:
+    """µs per request with and without the override; then the ratios to Litestar and floor."""
+    routes = [r for r in ROUTES if r in summary or r + OVERRIDE_SUFFIX in summary]
+    measured = {v for rows in summary.values() for v in rows}
+    variants = [v for v in DEPS_VARIANTS if v in measured]
+    print(
+        "µs/req: median over rounds; +override: the same route on an app with an unrelated\n"
+        "app.dependency_overrides entry set; ovr/no: median of the per-round ratios of the two",
+        file=out,
+    )
+    print("\n  " + " " * 10 + "".join(f"{TITLES[r]:>27}" for r in routes), file=out)
+    print(
+        f"  {'variant':<10}" + f"{'µs/req':>9}{'+override':>10}{'ovr/no':>8}" * len(routes),
+        file=out,
+    )
+    spreads = []
+    for variant in variants:
+        cells = []
+        for route in routes:
+            plain = summary.get(route, {}).get(variant)
+            override = summary.get(route + OVERRIDE_SUFFIX, {}).get(variant)
+            ratios = _ratios(times, (variant, route + OVERRIDE_SUFFIX), (variant, route))
+            spreads += [row["iqr_percent"] for row in (plain, override) if row]
+            cells.append(_cell(plain["median_us"] if plain else None, 9))
+            cells.append(_cell(override["median_us"] if override else None, 10))
+            cells.append(_cell(statistics.median(ratios) if ratios else None, 8, "x"))
+        print(f"  {variant:<10}" + "".join(cells), file=out)
+    if spreads:
+        print(
+            f"  iqr of the rounds, % of the median: median {statistics.median(spreads):.0f}%,"
+            f" largest {max(spreads):.0f}%",
+            file=out,
+        )
+    plain_routes = [r for r in routes if r in summary]
+    if not plain_routes:
+        return
+    print(
+        "\nmedian of the per-round ratios to litestar and to floor, without the override",
+        file=out,
+    )
+    print("  " + " " * 10 + "".join(f"{TITLES[r]:>22}" for r in plain_routes), file=out)
+    print(
+        f"  {'variant':<10}" + f"{'vs litestar':>13}{'vs floor':>9}" * len(plain_routes), file=out
+    )
+    for variant in variants:
+        cells = []
+        for route in plain_routes:
+            row = summary[route].get(variant, {})
+            cells.append(_cell(row.get("ratio_to_litestar"), 13, "x"))
+            cells.append(_cell(row.get("ratio_to_floor"), 9, "x"))
+        print(f"  {variant:<10}" + "".join(cells), file=out)
+
+
+def targets(times: Times) -> list[tuple[str, float, list[float]]]:
+    """The issue's comparisons that this run measured: name, the most allowed, ratios."""
+    found = []
+    for name, a, b, most in TARGETS:
+        ratios = _ratios(times, a, b)
+        if ratios is not None:
+            found.append((name, most, ratios))
+    return found
+
+
+def print_targets(out: TextIO, times: Times) -> None:
+    rows = targets(times)
+    if not rows:
+        return
+    print(
+        "\ntargets (issue 20): median of the per-round ratios [quartiles], lower is faster",
+        file=out,
+    )
+    width = max(len(name) for name, _, _ in rows)
+    for name, most, ratios in rows:
+        median = statistics.median(ratios)
+        low, _, high = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else (median,) * 3
+        verdict = "met" if median <= most else "not met"
+        print(
+            f"  {name:<{width}}  {median:5.2f}x  [{low:.2f}, {high:.2f}]"
+            f"   target <= {most:.1f}x: {verdict}",
+            file=out,
+        )
+
+
+def targets_json(times: Times) -> list[dict[str, Any]]:
+    return [
+        {"name": name, "at_most": most, "median": statistics.median(ratios), "rounds": ratios}
+        for name, most, ratios in targets(times)
+    ]

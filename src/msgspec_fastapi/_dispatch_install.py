@@ -1,0 +1,39 @@
+"""`install_dispatch`: the application's route loop replaced by a twin's route index.
+
+Registration code: it picks the twin (`_impl`) and hands it the index builder
+(`_routing`), so that neither the twins nor the builder import this module back.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from types import ModuleType
+
+from fastapi import FastAPI
+from fastapi.routing import APIRouter
+
+from . import _compat, _impl
+from ._routing import build_app_index
+
+
+def install_dispatch_with(app: FastAPI, twin: ModuleType) -> None:
+    """`install_dispatch` with the given request-path twin (tests run both)."""
+    router = app.router
+    if not isinstance(router, APIRouter) or type(router).app is not APIRouter.app:
+        raise TypeError("install_dispatch needs FastAPI's own APIRouter as app.router")
+    fallback = APIRouter.app.__get__(router)
+    rebuild = partial(build_app_index, router, twin.INDEX_CLASSES)
+    dispatcher = twin.AppDispatcher(router, fallback, rebuild)
+    _compat.replace_router_app(router, dispatcher)
+
+
+def install_dispatch(app: FastAPI) -> None:
+    """Route the application's requests through the route index.
+
+    Call once, after including the routers. Routes added later (to the application or
+    any router included in it) are picked up: the index is rebuilt when FastAPI's route
+    table changes. Middleware, exception handlers and the route handlers stay as they
+    are; FastAPI's own loop still answers what the index does not decide (redirects,
+    low-priority routes, 404, and routes only FastAPI can handle).
+    """
+    install_dispatch_with(app, _impl.twin)

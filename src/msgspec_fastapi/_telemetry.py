@@ -1,0 +1,125 @@
+"""A msgspec route as FastAPI's telemetry sees an APIRoute (`FastAPI(telemetry=...)`).
+
+FastAPI's request handler reports its steps to the request's telemetry: a
+`fastapi.dependencies` span around dependency solving, `fastapi.endpoint` around the
+endpoint and `fastapi.serialization` around the response's encoding (none of the two for
+a stream), the request's TelemetryData (body, values, errors), and a
+`fastapi.validation.failed` log record for a 422, raised after solving and before the
+endpoint. Run with our wrapper as its endpoint, it would report the request path's 422
+from inside an endpoint span and the encoding as part of the endpoint, and only its own
+share of the errors and values.
+
+So for a request the telemetry observes (and only then), `traced_handler` takes the place
+of FastAPI's handler: the same steps, with FastAPI's own solving and reporting functions,
+and the errors, values and body as an APIRoute reports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+
+from . import _compat
+from ._depends import UNDECODED
+from ._plan import EndpointSpec
+from ._shared import STREAM_NONE, RequestValidationError
+from ._validation import received_body, request_invalid
+
+Traced = Callable[
+    [Request, Any, "bytes | None", dict[str, Any], list[Any]],
+    Coroutine[Any, Any, Response],
+]
+# Fills in what the request path read, raising its 422: (runtime, request, sub-response).
+Arguments = Callable[[dict[str, Any]], tuple[Any, Request, Response]]
+
+
+def traced_handler(spec: EndpointSpec, target: Any, arguments: Arguments) -> Traced:
+    """The route's handling for an observed request: `traced(request, body, raw, models,
+    model_errors)` with what the request path read, as FastAPI's handler gets a request.
+
+    `target` is the route or the inclusion context being built (its dependant and
+    overrides); the route returns its response through the request path (`spec.output`)
+    and has no body FastAPI reads.
+    """
+    endpoint = spec.endpoint
+    dependant = target.dependant
+    # The wrapper, named as the endpoint: what FastAPI names its spans by.
+    call = dependant.call
+    overrides_provider = target.dependency_overrides_provider
+    is_coroutine = spec.is_coroutine
+    assert spec.output is not None
+    streams = spec.output.stream != STREAM_NONE
+    injected = {
+        name
+        for name, added in (
+            (spec.request_name, spec.injected_request),
+            (spec.response_name, spec.injected_response),
+        )
+        if added
+    }
+    body_names = spec.endpoint_body
+    embedded = spec.body is not None and spec.body.embedded
+    model_names = spec.endpoint_models
+    has_form = spec.form is not None
+
+    def endpoint_values(values: dict[str, Any], body: Any, models: dict[str, Any]) -> Any:
+        """The endpoint's arguments as FastAPI lists them: without what the wrapper was
+        given for itself, with the body and models the request path decoded."""
+        shown = {k: v for k, v in values.items() if k not in injected and v is not UNDECODED}
+        if type(body) is not RequestValidationError:
+            for name in body_names:
+                shown[name] = body[name] if embedded else body
+        elif body_names and not embedded:
+            shown[body_names[0]] = None  # as FastAPI lists a single body that failed
+        for name in model_names:
+            if name in models:
+                shown[name] = models[name]
+        return shown
+
+    async def traced(
+        request: Request, body: Any, raw: bytes | None, models: Any, model_errors: list[Any]
+    ) -> Response:
+        data = _compat.telemetry_data()
+        if data is not None:
+            data.request = request
+            # A form was parsed already: Starlette keeps it on the request.
+            data.body = await request.form() if has_form else received_body(raw)
+        invalid: RequestValidationError | None = None
+        with _compat.operation(name="dependencies", function=call):
+            solved = await _compat.solve_dependencies(request, dependant, overrides_provider)
+            if solved.errors or model_errors or type(body) is RequestValidationError:
+                invalid = request_invalid([*solved.errors, *model_errors], body, raw)
+            if data is not None:
+                data.values = endpoint_values(solved.values, body, models)
+                data.errors = solved.errors if invalid is None else invalid.errors()
+        if invalid is not None:
+            _compat.validation_failed(invalid)
+            raise invalid
+        values = dict(solved.values)
+        runtime, request, sub_response = arguments(values)
+        status, headers = sub_response.status_code, sub_response.raw_headers
+        request_headers = request.scope["headers"]
+        response: Response
+        if streams:
+            # FastAPI makes a stream without an endpoint or serialization span.
+            response = runtime.respond(endpoint(**values), status, headers, request_headers)
+        else:
+            with _compat.operation(name="endpoint", function=call):
+                if is_coroutine:
+                    result = await endpoint(**values)
+                else:
+                    result = await run_in_threadpool(endpoint, **values)
+            if isinstance(result, Response):
+                response = result
+            else:
+                with _compat.operation(name="serialization", function=call):
+                    response = runtime.respond(result, status, headers, request_headers)
+        if response.background is None:
+            response.background = solved.background_tasks
+        return response
+
+    return traced
