@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, FastAPI
+from fastapi import APIRouter, Depends, FastAPI
 from fastapi.testclient import TestClient
+from twins import Twin
+
+from msgspec_fastapi import MsgspecRouter
 
 
 def client_for(
@@ -30,3 +33,20 @@ def assert_validation_error_shape(payload: Any, first_loc: str) -> None:
         assert error["loc"][0] == first_loc
         assert isinstance(error["msg"], str)
         assert isinstance(error["type"], str)
+
+
+def no_op() -> None:
+    """A dependency that does nothing; on a route it keeps the route off the direct tier."""
+
+
+def tier_router(twin: Twin, tier: str, **options: Any) -> MsgspecRouter:
+    """A MsgspecRouter whose routes run on `twin`, on `tier`: "direct", or "delegated"
+    (every route gets a no-op dependency, so FastAPI solves dependencies for it)."""
+    if tier == "delegated":
+        options["dependencies"] = [Depends(no_op), *options.get("dependencies", ())]
+    return twin.router_class(**options)
+
+
+def assert_tier(router: MsgspecRouter, tier: str) -> None:
+    """Every route of `router` runs on `tier`."""
+    assert [route.tier for route in router.routes] == [tier] * len(router.routes)

@@ -448,6 +448,25 @@ def test_invalid_item_error_is_the_routers_response_validation_error(twin: Twin,
     assert "population" in error["msg"]
 
 
+def test_an_item_msgspec_cannot_encode_under_any_is_a_response_validation_error(
+    twin: Twin, tier: str
+) -> None:
+    # Any converts nothing, so the key msgspec cannot encode is only found by encoding:
+    # it fails as an invalid item does, not as a TypeError.
+    ours, _ = routers(twin, tier)
+
+    @ours.get("/s")
+    async def items() -> AsyncIterator[dict[str, Any]]:
+        yield {"fine": 1}
+        yield {"bad": {None: 1}}
+
+    streamed = stream(app_of(ours))
+
+    assert isinstance(streamed.error, ResponseValidationError)
+    assert streamed.lines == [{"fine": 1}]
+    assert not streamed.reply.finished
+
+
 # -- JSON Lines: untyped generators ----------------------------------------------------------------
 
 

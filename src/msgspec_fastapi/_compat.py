@@ -1,8 +1,9 @@
 """Every private FastAPI and Starlette name this package touches, in one place.
 
 Private means underscored (modules, module attributes, object attributes) or
-undocumented (scope keys, FastAPI's `validation_error*` OpenAPI components), and one
-public-looking attribute we overwrite, `ModelField.validate`. Nothing else in the
+undocumented (scope keys, FastAPI's `validation_error*` OpenAPI components, its parameter
+solving in `fastapi.dependencies.utils`), and one public-looking attribute we overwrite,
+`ModelField.validate`. Nothing else in the
 package names any of them. Checked against FastAPI 0.142.2 and 0.165.0 (the declared
 range, each with Starlette 1.10.0); the Starlette names also against Starlette 0.46.0,
 the lowest FastAPI 0.142.2 accepts. When FastAPI or Starlette moves one of these, this
@@ -15,19 +16,24 @@ request path read its route-shaped attributes (`original_route`, `path_format`,
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Coroutine
 from contextlib import AbstractContextManager
-from typing import Any
+from functools import cache
+from typing import Annotated, Any
 
+from fastapi import Header
 from fastapi import routing as _routing
 from fastapi import sse as _sse
+from fastapi.dependencies.utils import get_dependant, request_params_to_args
 from fastapi.dependencies.utils import solve_dependencies as _solve_dependencies
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi import utils as _openapi_utils
 from fastapi.telemetry import _api as _telemetry
+from pydantic import BaseModel
 from starlette._exception_handler import _lookup_exception_handler
 from starlette._utils import get_route_path as _get_route_path
-from starlette.datastructures import FormData
+from starlette.datastructures import FormData, Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
@@ -163,6 +169,29 @@ def replace_validator(
     shadows the method.
     """
     field.validate = validate
+
+
+@cache
+def header_model_errors_by_header_name() -> bool:
+    """Whether FastAPI locates a header model's field errors by the header's name
+    (`["header", "x-token"]`, FastAPI 0.165) or by the field's (`["header", "x_token"]`,
+    0.142.2). FastAPI's own parameter solving is asked, once, on the first such error.
+    The probe's model is made then, not at import: a Pydantic model's objects, alive for
+    good, would make every full garbage collection longer."""
+
+    class Probe(BaseModel):
+        x_probe: int
+
+    def endpoint(**values: Any) -> None:
+        """Takes one header model, as its signature says."""
+
+    parameter = inspect.Parameter(
+        "probe", inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[Probe, Header()]
+    )
+    endpoint.__signature__ = inspect.Signature([parameter])  # type: ignore[attr-defined]
+    dependant = get_dependant(path="/", call=endpoint)
+    _, errors = request_params_to_args(dependant.header_params, Headers({"x-probe": "?"}))
+    return bool(errors[0]["loc"][-1] == "x-probe")
 
 
 def exception_handler(scope: Scope, exc: Exception) -> Callable[..., Any] | None:

@@ -6,25 +6,30 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
-from ._compat import exception_handler
+from ._compat import cache_request_body, exception_handler
 from ._types import is_coroutine_endpoint
 
 
 async def handle_route_exception(
-    exc: Exception, scope: Scope, receive: Receive, send: Send, started: bool
+    exc: Exception, scope: Scope, receive: Receive, send: Send, started: bool, raw: bytes | None
 ) -> None:
     """Give `exc` to the application's handler for it, or raise it on.
 
     FastAPI routes handle exceptions inside the route (so that a route-level body limit
     and the dependency exit stacks see the handled response); the direct tier does the
-    same, with Starlette's lookup of the handler.
+    same, with Starlette's lookup of the handler. `raw` is the body the request path
+    read (None if it read none): the handler's Request returns it from `body()`, as
+    FastAPI's handler gets the route's Request with the body it read, where reading
+    `receive` again would wait for a body already taken.
     """
     handler = exception_handler(scope, exc)
     if handler is None:
         raise exc
     if started:
         raise RuntimeError("Caught handled exception, but response already started.") from exc
-    request = Request(scope, receive)
+    request = Request(scope, receive, send)
+    if raw is not None:
+        cache_request_body(request, raw)
     if is_coroutine_endpoint(handler):
         response = await handler(request, exc)
     else:

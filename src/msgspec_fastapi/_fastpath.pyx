@@ -61,6 +61,7 @@ cdef frozenset MSGPACK_MEDIA_TYPES = _shared.MSGPACK_MEDIA_TYPES
 cdef bytes CONTENT_LENGTH = _shared.CONTENT_LENGTH
 cdef int OUTPUT_TRUSTED = _shared.OUTPUT_TRUSTED
 cdef int OUTPUT_UNTYPED = _shared.OUTPUT_UNTYPED
+cdef int OUTPUT_SHAPED = _shared.OUTPUT_SHAPED
 cdef int CONTAINER_LIST = _shared.CONTAINER_LIST
 cdef int CONTAINER_DICT = _shared.CONTAINER_DICT
 cdef int CONTAINER_OPTIONAL = _shared.CONTAINER_OPTIONAL
@@ -218,7 +219,7 @@ async def receive_body(receive, Py_ssize_t limit):
     return b"".join(chunks)
 
 
-cdef revalidate_builtins(object result, object output_type, object error):
+cdef revalidate_builtins(object result, object output_type, object error, object check):
     if isinstance(error, ValidationError):
         try:
             return msgspec.convert(
@@ -232,10 +233,13 @@ cdef revalidate_builtins(object result, object output_type, object error):
         # An object JSON cannot encode (an ORM row, say) may hold the fields as
         # attributes, which FastAPI reads with from_attributes: so does the convert.
         try:
-            return msgspec.convert(result, output_type, from_attributes=True)
+            value = msgspec.convert(result, output_type, from_attributes=True)
+            if check is not None:
+                check.encode(value)
+            return value
         except ValidationError as exc:
             error = exc
-        except TypeError:
+        except (TypeError, ValueError):
             pass
     raise response_invalid(error, result) from error
 
@@ -544,6 +548,8 @@ cdef class RouteRuntime:
     cdef object output_type
     cdef object trusted_class
     cdef int container
+    cdef bint admits_any
+    cdef object shape
     cdef readonly int stream
     cdef tuple content_type
     cdef int status_code
@@ -577,6 +583,8 @@ cdef class RouteRuntime:
         self.output_type = output.output_type if output is not None else None
         self.trusted_class = output.trusted_class if output is not None else None
         self.container = output.container if output is not None else 0
+        self.admits_any = output.admits_any if output is not None else False
+        self.shape = output.shape if output is not None else None
         self.stream = output.stream if output is not None else STREAM_NONE
         self.content_type = output.content_type if output is not None else JSON_CONTENT_TYPE
         self.status_code = plan.status_code
@@ -677,6 +685,8 @@ cdef class RouteRuntime:
         cdef int mode = self.output_mode
         if mode == OUTPUT_UNTYPED or (mode == OUTPUT_TRUSTED and self.is_trusted(result)):
             return result
+        if mode == OUTPUT_SHAPED:
+            return self.shape(result if self.is_trusted(result) else self.validate(result))
         return self.validate(result)
 
     cpdef bytes encode(self, object result, bint msgpack=False):
@@ -689,7 +699,8 @@ cdef class RouteRuntime:
         try:
             return self.output_decoder.decode(self.encoder.encode(result))
         except (TypeError, ValueError, OverflowError) as exc:
-            return revalidate_builtins(result, self.output_type, exc)
+            check = self.encoder if self.admits_any else None
+            return revalidate_builtins(result, self.output_type, exc, check)
 
     cpdef bytes encode_line(self, object item, bytearray buffer):
         """One JSON Lines item, checked as `encode` checks a response, and its newline."""
@@ -778,13 +789,14 @@ cdef class RouteRuntime:
         cdef list query = None
         cdef dict cookies = None
         cdef dict raw
-        cdef object model, field, value, problems
+        cdef object model, field, value, problems, source
         cdef object name, text
         for model in self.models:
             raw = {}
             if model.location == PARAM_QUERY:
                 if query is None:
                     query = parse_query(scope["query_string"])
+                source = query
                 for field in model.fields:
                     value = pick(query, field.key, field.is_sequence)
                     if value is not None and value != []:
@@ -794,6 +806,7 @@ cdef class RouteRuntime:
                         if name not in model.keys:
                             raw[name] = value
             elif model.location == PARAM_HEADER:
+                source = scope["headers"]
                 for field in model.fields:
                     value = pick_header(scope["headers"], field.header_key, field.is_sequence)
                     if value is not None and value != []:
@@ -806,6 +819,7 @@ cdef class RouteRuntime:
             else:
                 if cookies is None:
                     cookies = parse_cookies(scope["headers"])
+                source = cookies
                 for field in model.fields:
                     value = cookies.get(field.key)
                     if value is not None:
@@ -814,7 +828,8 @@ cdef class RouteRuntime:
                     for name, value in cookies.items():
                         if name not in model.keys:
                             raw[name] = value
-            value, problems = model.convert(raw)
+            # Where the values came from: what the errors show as received.
+            value, problems = model.convert(raw, source)
             if problems:
                 errors.extend(problems)
             else:
@@ -916,7 +931,7 @@ cdef class RouteRuntime:
             # which a coroutine suspended inside that block would still read.
             if tracker is not None:
                 started = tracker.started
-            await handle_route_exception(error, scope, receive, send, started)
+            await handle_route_exception(error, scope, receive, send, started, raw)
 
 
 # -- dispatch --------------------------------------------------------------------------

@@ -17,7 +17,9 @@ Both twins implement one contract over a route's plan (`_plan.RoutePlan`):
   MessagePack) bytes: instances
   of exactly the declared Struct class (and containers of them) are trusted and encoded
   once, other values are validated against the declared type first (a failure raises
-  `ResponseValidationError`), and untyped routes are encoded as they are.
+  `ResponseValidationError`), and untyped routes are encoded as they are. A route with
+  `response_model_*` options encodes the checked value as its `_shaping.ResponseShape`
+  shapes it.
 - `RouteMatcher(route, path_regex, literal_path, convertors, endpoint, methods).match(scope)`
   is the router's test of whether a request is for an included route, run for every route
   the router tries (twice per request), with FastAPI's result.
@@ -112,6 +114,7 @@ MSGPACK_MEDIA_TYPES = _shared.MSGPACK_MEDIA_TYPES
 CONTENT_LENGTH = _shared.CONTENT_LENGTH
 OUTPUT_TRUSTED = _shared.OUTPUT_TRUSTED
 OUTPUT_UNTYPED = _shared.OUTPUT_UNTYPED
+OUTPUT_SHAPED = _shared.OUTPUT_SHAPED
 CONTAINER_LIST = _shared.CONTAINER_LIST
 CONTAINER_DICT = _shared.CONTAINER_DICT
 CONTAINER_OPTIONAL = _shared.CONTAINER_OPTIONAL
@@ -269,14 +272,16 @@ async def receive_body(receive: Receive, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def revalidate_builtins(result: Any, output_type: Any, error: Exception) -> Any:
+def revalidate_builtins(result: Any, output_type: Any, error: Exception, check: Any) -> Any:
     """Validate a value whose JSON round trip failed: an object with the fields as
     attributes, or builtins holding non-finite floats.
 
     NaN and infinity encode as null, which a float field refuses, although FastAPI sends
     such values as null. Validating the Python values instead (keys made strings, as
     JSON would) accepts them; a real validation error from that check is reported, as
-    the round trip's error may only point at the non-finite float.
+    the round trip's error may only point at the non-finite float. `check` is the
+    route's encoder where the type has an Any part, which lets a value msgspec cannot
+    encode through the conversion (`{None: 1}`): that value is invalid too.
     """
     if isinstance(error, ValidationError):
         try:
@@ -292,10 +297,13 @@ def revalidate_builtins(result: Any, output_type: Any, error: Exception) -> Any:
         # An object JSON cannot encode (an ORM row, say) may hold the fields as
         # attributes, which FastAPI reads with from_attributes: so does the convert.
         try:
-            return msgspec.convert(result, output_type, from_attributes=True)
+            value = msgspec.convert(result, output_type, from_attributes=True)
+            if check is not None:
+                check.encode(value)
+            return value
         except ValidationError as exc:
             error = exc
-        except TypeError:
+        except (TypeError, ValueError):
             pass
     raise response_invalid(error, result) from error
 
@@ -605,6 +613,7 @@ class RouteRuntime:
 
     __slots__ = (
         "accepts_msgpack",
+        "admits_any",
         "body_name",
         "container",
         "content_type",
@@ -628,6 +637,7 @@ class RouteRuntime:
         "plan",
         "report_invalid",
         "report_invalid_msgpack",
+        "shape",
         "status_code",
         "stream",
         "strict_content_type",
@@ -644,6 +654,7 @@ class RouteRuntime:
     output_decoder: Any
     report_invalid: Any
     report_invalid_msgpack: Any
+    shape: Any
     endpoint: Any
     body_name: Any
     form: Any
@@ -671,6 +682,8 @@ class RouteRuntime:
         self.output_type = output.output_type if output is not None else None
         self.trusted_class = output.trusted_class if output is not None else None
         self.container = output.container if output is not None else 0
+        self.admits_any = output.admits_any if output is not None else False
+        self.shape = output.shape if output is not None else None
         self.stream = output.stream if output is not None else STREAM_NONE
         self.content_type = output.content_type if output is not None else JSON_CONTENT_TYPE
         self.status_code = plan.status_code
@@ -771,10 +784,13 @@ class RouteRuntime:
         return type(result) is cls
 
     def checked(self, result: Any) -> Any:
-        """What gets encoded: a trusted (or untyped) result as it is, any other validated."""
+        """What gets encoded: a trusted (or untyped) result as it is, any other validated;
+        on a route with response_model_* options, shaped by them after that."""
         mode = self.output_mode
         if mode == OUTPUT_UNTYPED or (mode == OUTPUT_TRUSTED and self.is_trusted(result)):
             return result
+        if mode == OUTPUT_SHAPED:
+            return self.shape(result if self.is_trusted(result) else self.validate(result))
         return self.validate(result)
 
     def encode(self, result: Any, msgpack: bool = False) -> bytes:
@@ -789,7 +805,8 @@ class RouteRuntime:
             # Struct instances that were built without validation.
             return self.output_decoder.decode(self.encoder.encode(result))
         except (TypeError, ValueError, OverflowError) as exc:
-            return revalidate_builtins(result, self.output_type, exc)
+            check = self.encoder if self.admits_any else None
+            return revalidate_builtins(result, self.output_type, exc, check)
 
     def encode_line(self, item: Any, buffer: bytearray) -> bytes:
         """One JSON Lines item, checked as `encode` checks a response, and its newline."""
@@ -884,11 +901,13 @@ class RouteRuntime:
         """Each query, header and cookie model into `values`, or its errors."""
         query: list[tuple[str, str]] | None = None
         cookies: dict[str, str] | None = None
+        source: Any
         for model in self.models:
             raw: dict[str, Any] = {}
             if model.location == PARAM_QUERY:
                 if query is None:
                     query = parse_query(scope["query_string"])
+                source = query
                 for field in model.fields:
                     value = pick(query, field.key, field.is_sequence)
                     if value is not None and value != []:
@@ -898,6 +917,7 @@ class RouteRuntime:
                         if name not in model.keys:
                             raw[name] = value
             elif model.location == PARAM_HEADER:
+                source = scope["headers"]
                 for field in model.fields:
                     value = pick_header(scope["headers"], field.header_key, field.is_sequence)
                     if value is not None and value != []:
@@ -913,6 +933,7 @@ class RouteRuntime:
             else:
                 if cookies is None:
                     cookies = parse_cookies(scope["headers"])
+                source = cookies
                 for field in model.fields:
                     value = cookies.get(field.key)
                     if value is not None:
@@ -921,7 +942,8 @@ class RouteRuntime:
                     for name, value in cookies.items():
                         if name not in model.keys:
                             raw[name] = value
-            value, problems = model.convert(raw)
+            # Where the values came from: what the errors show as received.
+            value, problems = model.convert(raw, source)
             if problems:
                 errors.extend(problems)
             else:
@@ -1018,7 +1040,7 @@ class RouteRuntime:
             # clears the traceback of an exception still being handled would crash.
             if tracker is not None:
                 started = tracker.started
-            await handle_route_exception(error, scope, receive, send, started)
+            await handle_route_exception(error, scope, receive, send, started, raw)
 
 
 # -- dispatch --------------------------------------------------------------------------

@@ -21,7 +21,8 @@ from fastapi import params
 from fastapi.dependencies.utils import ensure_multipart_is_installed
 from starlette.datastructures import UploadFile as StarletteUploadFile
 
-from ._params import LaxRefused, sequence_kind, string_normalizer
+from ._compat import header_model_errors_by_header_name
+from ._params import LaxRefused, parameter_error, sequence_kind, string_normalizer
 from ._shared import PARAM_COOKIE, PARAM_FORM, PARAM_HEADER, PARAM_QUERY
 from ._types import (
     annotated_metadata,
@@ -70,8 +71,13 @@ class ModelPlan:
     dec_hook: Any = None  # a form model's: its UploadFile fields take the parsed files
     normalized: tuple[ModelField, ...] = ()  # the fields with a `normalize`
 
-    def convert(self, raw: dict[str, Any]) -> tuple[Any, list[dict[str, Any]]]:
-        """The model from the gathered values, or FastAPI-shaped errors, one per field."""
+    def convert(self, raw: dict[str, Any], others: Any = None) -> tuple[Any, list[dict[str, Any]]]:
+        """The model from the gathered values, or FastAPI-shaped errors, one per field.
+
+        `others` is where the values were gathered from (the query's pairs, the raw
+        header list, the cookies), read only for the errors' `input`; None for a form,
+        whose `raw` already holds every key.
+        """
         # As the request had it, for the errors' `input`: a copy only where fields change.
         received = dict(raw) if self.normalized else raw
         refused = set()
@@ -79,30 +85,37 @@ class ModelPlan:
             if field.name in raw:
                 try:
                     raw[field.name] = field.normalize(raw[field.name])
-                except LaxRefused:
-                    refused.add(field.name)  # msgspec's lax rules would take "1e3"
+                except LaxRefused as exc:
+                    raw[field.name] = exc.value  # msgspec's lax rules would take "1e3"
+                    refused.add(field.name)
         if refused:
-            return None, self.errors(raw, received, refused, None)
+            return None, self.errors(raw, received, others, refused, None)
         try:
             return msgspec.convert(raw, self.model, strict=False, dec_hook=self.dec_hook), []
         except msgspec.ValidationError as exc:
-            return None, self.errors(raw, received, refused, exc)
+            return None, self.errors(raw, received, others, refused, exc)
 
     def errors(
         self,
         raw: dict[str, Any],
         received: dict[str, Any],
+        others: Any,
         refused: set[str],
         exc: msgspec.ValidationError | None,
     ) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []
+        extras = self.extras(received, others)
+        # What FastAPI validates the model from, the input of its missing fields: the
+        # fields the request has, then every other key (repeated ones as lists).
+        everything = {name: value for name, value in received.items() if name in self.names}
+        everything.update(extras)
+        by_name = self.location == PARAM_HEADER and not header_model_errors_by_header_name()
         for field in self.fields:
-            loc = (self.where, field.key)
+            loc = (self.where, field.name if by_name else field.key)
             if field.name not in raw:
                 if field.required:
                     found.append({"type": "missing", "loc": loc, "msg": "Field required"})
-                    # FastAPI's form models report the whole form they received.
-                    found[-1]["input"] = received if self.location == PARAM_FORM else None
+                    found[-1]["input"] = everything
                 continue
             try:
                 msgspec.convert(
@@ -112,20 +125,36 @@ class ModelPlan:
                     dec_hook=self.dec_hook,
                 )
             except msgspec.ValidationError as problem:
-                error = {"type": "value_error.msgspec", "loc": loc, "msg": str(problem)}
-                error["input"] = received[field.name]
-                found.append(error)
+                found.append(parameter_error(problem, received[field.name], loc))
         if self.forbid_unknown:
-            for key, value in raw.items():
-                if key not in self.names:
-                    message = f"Object contains unknown field `{key}`"
-                    error = {"type": "value_error.msgspec", "loc": (self.where, key)}
-                    error.update(msg=message, input=value)
-                    found.append(error)
+            for key, value in extras.items():
+                message = f"Object contains unknown field `{key}`"
+                error: dict[str, Any] = {"type": "value_error.msgspec", "loc": (self.where, key)}
+                error.update(msg=message, input=value)
+                found.append(error)
         if not found:  # a check of the whole model (`__post_init__`, say)
             message = str(exc)
-            found.append({"type": "value_error.msgspec", "loc": (self.where,), "msg": message})
+            whole: dict[str, Any] = {"type": "value_error.msgspec", "loc": (self.where,)}
+            whole.update(msg=message, input=everything)
+            found.append(whole)
         return found
+
+    def extras(self, received: dict[str, Any], others: Any) -> dict[str, Any]:
+        """The request's keys that are no field's, as FastAPI groups them: a repeated key's
+        values as a list, in the order they came."""
+        if others is None:  # a form: `received` holds them
+            return {key: value for key, value in received.items() if key not in self.names}
+        if self.location == PARAM_COOKIE:
+            return {key: value for key, value in others.items() if key not in self.keys}
+        grouped: dict[str, list[Any]] = {}
+        for key, value in others:
+            if self.location == PARAM_HEADER:
+                key, value = key.decode("latin-1"), value.decode("latin-1")
+                if key in self.names:
+                    continue  # a field's unconverted name, which FastAPI ignores
+            if key not in self.keys:
+                grouped.setdefault(key, []).append(value)
+        return {key: values[0] if len(values) == 1 else values for key, values in grouped.items()}
 
 
 def upload_hook(cls: type, value: Any) -> Any:

@@ -20,6 +20,7 @@ from pydantic_core import SchemaValidator, core_schema
 from ._compat import replace_validator
 from ._shared import FAST_DIGITS_MAX, PARAM_COOKIE, PARAM_HEADER, PARAM_PATH, PARAM_QUERY
 from ._types import annotated_metadata, mentions_pydantic, optional_inner, strip_annotated
+from ._validation import Loc, split_message, value_at
 
 Converter = Callable[..., tuple[Any, list[dict[str, Any]]]]
 IntBounds = tuple[int, int]
@@ -102,7 +103,31 @@ def _lax_scalar(annotation: Any) -> SchemaValidator | None:
 
 
 class LaxRefused(Exception):
-    """A string FastAPI would refuse for an int or bool parameter."""
+    """A string FastAPI would refuse for an int or bool parameter.
+
+    `value` is what to convert strictly instead: the string itself, or for a sequence
+    its items with every other one read, so that msgspec's error names the refused one.
+    """
+
+    def __init__(self, value: Any) -> None:
+        super().__init__(value)
+        self.value = value
+
+
+def _refused_items(normalizers: list[Callable[[Any], Any] | None], value: list[Any]) -> Any:
+    """LaxRefused for a list with a refused item: every other item read by its normalizer
+    (by position, the last one for the rest)."""
+    items = []
+    last = len(normalizers) - 1
+    for index, item in enumerate(value):
+        normalize = normalizers[min(index, last)]
+        if normalize is not None:
+            try:
+                item = normalize(item)
+            except LaxRefused as exc:
+                item = exc.value
+        items.append(item)
+    raise LaxRefused(items)
 
 
 def string_normalizer(annotation: Any) -> Callable[[Any], Any] | None:
@@ -122,21 +147,30 @@ def string_normalizer(annotation: Any) -> Callable[[Any], Any] | None:
             and len(get_args(annotation)) > 1
             and Ellipsis not in get_args(annotation)
         ):
+            positions = [*items, None]  # items past the tuple's length are left as they are
 
             def each_position(value: Any) -> Any:
                 if not isinstance(value, list):
                     return value
-                return [
-                    items[i](v) if i < len(items) and items[i] else v  # type: ignore[misc]
-                    for i, v in enumerate(value)
-                ]
+                try:
+                    return [
+                        items[i](v) if i < len(items) and items[i] else v  # type: ignore[misc]
+                        for i, v in enumerate(value)
+                    ]
+                except LaxRefused:
+                    return _refused_items(positions, value)
 
             return each_position
         item = items[0]
         assert item is not None
 
         def each_item(value: Any) -> Any:
-            return [item(v) for v in value] if isinstance(value, list) else value
+            if not isinstance(value, list):
+                return value
+            try:
+                return [item(v) for v in value]
+            except LaxRefused:
+                return _refused_items([item], value)
 
         return each_item
     validator = _lax_scalar(annotation)
@@ -155,7 +189,7 @@ def string_normalizer(annotation: Any) -> Callable[[Any], Any] | None:
         try:
             return lax(value)
         except ValueError as exc:
-            raise LaxRefused from exc
+            raise LaxRefused(value) from exc
 
     return normalize
 
@@ -201,24 +235,37 @@ def make_converter(target: Any, strict: bool, bounds: IntBounds | None) -> Conve
     low, high = bounds if bounds is not None else (0, -1)
     convert = msgspec.convert
 
-    def validate(
-        value: Any, values: Any = None, loc: tuple[str | int, ...] = ()
-    ) -> tuple[Any, list[dict[str, Any]]]:
+    def validate(value: Any, values: Any = None, loc: Loc = ()) -> tuple[Any, list[dict[str, Any]]]:
+        received = value
         try:
             if normalize is not None:
                 try:
                     value = normalize(value)
                     if type(value) is int and low <= value <= high:
                         return value, []  # what msgspec would answer, without asking it
-                except LaxRefused:
+                except LaxRefused as refused:
                     # msgspec's lax mode would take "1e3"; FastAPI does not. A strict
                     # conversion refuses it too, and words the error as msgspec does.
-                    return convert(value, type=target, strict=True), []
+                    return convert(refused.value, type=target, strict=True), []
             return convert(value, type=target, strict=strict), []
         except (msgspec.ValidationError, ValueError, TypeError, OverflowError) as exc:
-            return None, [{"loc": loc, "msg": str(exc), "type": "value_error.msgspec"}]
+            return None, [parameter_error(exc, received, loc)]
 
     return validate
+
+
+def parameter_error(exc: Exception, received: Any, loc: Loc) -> dict[str, Any]:
+    """A parameter's error as FastAPI shapes it: located at the item msgspec names (an
+    index of a list parameter), with what the request sent there as `input`; the
+    message stays msgspec's."""
+    message = str(exc)
+    inner = split_message(message)[1]
+    return {
+        "type": "value_error.msgspec",
+        "loc": (*loc, *inner),
+        "msg": message,
+        "input": value_at(received, inner),
+    }
 
 
 def parameter_target(annotation: Any, metadata: Iterable[Any], where: str) -> tuple[Any, bool]:

@@ -28,6 +28,7 @@ from starlette.responses import Response
 
 from ._models import ModelPlan, form_param, model_param
 from ._params import ParamSpec, constrained_type
+from ._shaping import ResponseShape, response_shape
 from ._shared import (
     BODYLESS_STATUSES,
     CONTAINER_DICT,
@@ -37,6 +38,7 @@ from ._shared import (
     CONTAINER_TUPLE,
     JSON_CONTENT_TYPE,
     MISSING,
+    OUTPUT_SHAPED,
     OUTPUT_TRUSTED,
     OUTPUT_UNTYPED,
     OUTPUT_VALIDATE,
@@ -47,6 +49,7 @@ from ._shared import (
 )
 from ._types import (
     EMPTY,
+    admits_any,
     annotated_metadata,
     endpoint_hints,
     is_body_shaped,
@@ -62,14 +65,6 @@ from ._types import (
     strip_annotated,
 )
 from ._validation import BodyErrors
-
-_REJECTED_FOR_TYPED = (
-    "response_model_include",
-    "response_model_exclude",
-    "response_model_exclude_unset",
-    "response_model_exclude_defaults",
-    "response_model_exclude_none",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +111,11 @@ class OutputPlan:
     stream: int = STREAM_NONE
     # The content-type header of JSON responses: the response class's media type.
     content_type: tuple[bytes, bytes] = JSON_CONTENT_TYPE
+    # Some part of the type is Any, which converts nothing: a value validated against it
+    # may still be one msgspec cannot encode (`{None: 1}`), which is then checked.
+    admits_any: bool = False
+    # The response_model_* options (mode OUTPUT_SHAPED): applied to each checked value.
+    shape: ResponseShape | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -383,15 +383,10 @@ def _trust(output_type: Any) -> tuple[type | None, int]:
     return None, CONTAINER_NONE
 
 
-def _check_typed_options(where: str, options: dict[str, Any]) -> None:
-    for option in _REJECTED_FOR_TYPED:
-        if options.get(option):
-            raise TypeError(f"{where}: {option} is not supported for msgspec responses")
-    if options.get("response_model_by_alias", True) is False:
-        raise TypeError(
-            f"{where}: response_model_by_alias=False is not supported, msgspec "
-            "responses always use the encoded field names"
-        )
+def _output_mode(trusted_class: type | None, shape: ResponseShape | None) -> int:
+    if shape is not None:
+        return OUTPUT_SHAPED
+    return OUTPUT_TRUSTED if trusted_class is not None else OUTPUT_VALIDATE
 
 
 def _stream_plan(
@@ -408,18 +403,19 @@ def _stream_plan(
     where = f"{endpoint_name}(): stream item type"
     if not is_msgspec_json_type(item_type):
         raise TypeError(f"{where}: msgspec cannot encode {item_type!r}")
-    _check_typed_options(where, options)
+    shape = response_shape(where, options)  # FastAPI applies the options to each item
     item_type = constrained_type(item_type, (), where)
     trusted_class, container = _trust(item_type)
-    mode = OUTPUT_TRUSTED if trusted_class is not None else OUTPUT_VALIDATE
     return OutputPlan(
-        mode,
+        _output_mode(trusted_class, shape),
         _TYPED_ENCODER,
         msgspec.json.Decoder(type=item_type),
         item_type,
         trusted_class,
         container,
         stream=kind,
+        admits_any=admits_any(item_type),
+        shape=shape,
     )
 
 
@@ -435,7 +431,7 @@ def _output_plan(
     output_type = return_type if inferred else explicit
     if is_msgspec_json_type(output_type):
         where = f"{endpoint_name}(): response type"
-        _check_typed_options(where, options)
+        shape = response_shape(where, options)
         if options.get("status_code") in BODYLESS_STATUSES:
             raise TypeError(f"{where}: status code {options['status_code']} has no body")
         if not untyped_allowed:
@@ -447,15 +443,16 @@ def _output_plan(
             )
         output_type = constrained_type(output_type, (), where)
         trusted_class, container = _trust(output_type)
-        mode = OUTPUT_TRUSTED if trusted_class is not None else OUTPUT_VALIDATE
         return OutputPlan(
-            mode,
+            _output_mode(trusted_class, shape),
             _TYPED_ENCODER,
             msgspec.json.Decoder(type=output_type),
             output_type,
             trusted_class,
             container,
             _TYPED_MSGPACK_ENCODER if msgpack else None,
+            admits_any=admits_any(output_type),
+            shape=shape,
         )
     if output_type in (EMPTY, None) and untyped_allowed and not mentions_pydantic(return_type):
         return _UNTYPED_MSGPACK_OUTPUT if msgpack else _UNTYPED_OUTPUT

@@ -72,6 +72,8 @@ MISSING = Missing()
 OUTPUT_UNTYPED = 0
 OUTPUT_TRUSTED = 1
 OUTPUT_VALIDATE = 2
+# Trusted or validated, then shaped by the route's response_model_* options (`_shaping`).
+OUTPUT_SHAPED = 3
 
 # How a generator endpoint's items are sent (`OutputPlan.stream`).
 STREAM_NONE = 0  # not a stream: one response

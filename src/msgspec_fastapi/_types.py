@@ -11,6 +11,7 @@ from types import NoneType, UnionType
 from typing import Annotated, Any, TypeGuard, Union, get_args, get_origin, get_type_hints
 
 import msgspec
+import msgspec.inspect as mi
 from pydantic import BaseModel
 from starlette.responses import Response
 from typing_extensions import is_typeddict
@@ -89,6 +90,28 @@ def is_msgspec_json_type(annotation: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return True
+
+
+def admits_any(annotation: Any) -> bool:
+    """Whether some part of a msgspec type is `Any` (or `object`): a part msgspec converts
+    nothing in, so a value that passed conversion may still be one it cannot encode."""
+    seen: set[int] = set()
+
+    def walk(info: Any) -> bool:
+        if isinstance(info, mi.AnyType) or (isinstance(info, mi.CustomType) and info.cls is object):
+            return True
+        if id(info) in seen:
+            return False  # a recursive type, already being walked
+        seen.add(id(info))
+        parts: list[Any] = [field.type for field in getattr(info, "fields", ())]
+        for name in ("item_type", "key_type", "value_type"):
+            if hasattr(info, name):
+                parts.append(getattr(info, name))
+        parts.extend(getattr(info, "item_types", ()))
+        parts.extend(getattr(info, "types", ()))
+        return any(walk(part) for part in parts)
+
+    return walk(mi.type_info(annotation))
 
 
 def optional_inner(annotation: Any) -> Any | None:

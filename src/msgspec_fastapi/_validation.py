@@ -197,12 +197,12 @@ class _Walk:
         where = loc + inner
         found = _MISSING_FIELD.match(text)
         if found is not None:
-            self.add((*where, found.group(1)), "", _value_at(value, inner), missing=True)
+            self.add((*where, found.group(1)), "", value_at(value, inner), missing=True)
             return
         found = _UNKNOWN_FIELD.match(text)
         if found is not None:
             name = found.group(1)
-            container = _value_at(value, inner)
+            container = value_at(value, inner)
             extra = container.get(name) if isinstance(container, dict) else None
             where = (*where, name)
             self.add(where, f"{text} - at `{path_text(where[:-1])}`", extra)
@@ -211,7 +211,7 @@ class _Walk:
             suffix = f" - at `key` in `{path_text(where)}`"
         else:
             suffix = f" - at `{path_text(where)}`" if where else ""
-        self.add(where, text + suffix, _value_at(value, inner))
+        self.add(where, text + suffix, value_at(value, inner))
 
     def check(self, annotation: Any, value: Any, loc: Loc, start: int = 0) -> None:
         """Add the errors of `value` against `annotation`, found at `loc`."""
@@ -276,7 +276,8 @@ class _Walk:
                     self.add(where, message, item)
 
 
-def _value_at(value: Any, loc: Loc) -> Any:
+def value_at(value: Any, loc: Loc) -> Any:
+    """The part of `value` at `loc` (None where it has no such part)."""
     for step in loc:
         try:
             value = value[step]
