@@ -173,6 +173,12 @@ def check_form_model(module: ModuleType) -> None:
     ]
 
 
+@example("behaviour/response_model_options.py")
+def check_response_model_options(module: ModuleType) -> None:
+    assert call(module, "GET", "/cities/lyon").json() == LYON
+    assert call(module, "GET", "/cities/lyon/name").json() == {"name": "Lyon"}
+
+
 @example("behaviour/body_limit.py")
 def check_body_limit(module: ModuleType) -> None:
     reply = post_json(module, "/notes", {"text": "short"})
