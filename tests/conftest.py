@@ -81,5 +81,5 @@ def router(tier: str, twin: Twin, monkeypatch: pytest.MonkeyPatch) -> Iterator[M
     yield router
     assert [route.tier for route in router.routes] == [tier] * len(router.routes)
     if tier == "direct":
-        endpoints = {route.endpoint for route in router.routes}
+        endpoints = {route.dependant.call for route in router.routes}
         assert not endpoints.intersection(solved), "a direct route went through FastAPI's handler"

@@ -706,22 +706,13 @@ def test_sync_endpoint_runs_outside_the_event_loop_thread(router: MsgspecRouter)
 # -- registration -------------------------------------------------------------------------------
 
 
-def test_msgspec_body_with_another_fastapi_body_field_is_rejected_at_registration() -> None:
-    router = MsgspecRouter()
-
-    with pytest.raises(TypeError):
-
-        @router.post("/mixed")
-        async def mixed(city: City, note: Note) -> None: ...
-
-
 def test_failed_registration_leaves_the_router_unchanged() -> None:
     router = MsgspecRouter()
 
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="form model"):
 
         @router.post("/mixed")
-        async def mixed(city: City, note: Note) -> None: ...
+        async def mixed(city: Annotated[City, Form()], note: Note) -> None: ...
 
     assert router.routes == []
 

@@ -1042,21 +1042,6 @@ def test_typed_route_with_a_text_response_class_gets_starlettes_charset(
     assert response.headers["content-type"] == "text/plain; charset=utf-8"
 
 
-def test_msgspec_response_subclass_that_renders_its_own_way_is_refused_for_a_typed_route(
-    router: MsgspecRouter,
-) -> None:
-    class Rendering(MsgspecJSONResponse):
-        def render(self, content: Any) -> bytes:
-            return b"[]"
-
-    # The request path encodes typed responses itself: this render would never run.
-    with pytest.raises(TypeError, match="changes only the media_type"):
-
-        @router.get("/cities", response_class=Rendering)
-        async def cities() -> list[City]:
-            return []
-
-
 def test_untyped_route_with_a_vendor_response_class_is_served_and_documented_with_it(
     twin: Twin,
 ) -> None:

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import msgspec
-import pydantic
 import pytest
 from fastapi import APIRouter, Cookie, Depends, FastAPI, File, Form, Header, Path, Query
 from fastapi.testclient import TestClient
@@ -571,26 +570,6 @@ def test_dependency_parameters_are_converted_with_msgspec(twin: Twin) -> None:
 
 
 # -- rejected at registration ---------------------------------------------------------------------
-
-
-def test_pydantic_specific_parameter_type_is_rejected_naming_the_parameter() -> None:
-    router = MsgspecRouter()
-
-    with pytest.raises(TypeError, match="homepage"):
-
-        @router.get("/site")
-        async def site(homepage: pydantic.AnyUrl):
-            return {}
-
-
-def test_pydantic_specific_parameter_type_on_a_typed_route_is_rejected() -> None:
-    router = MsgspecRouter()
-
-    with pytest.raises(TypeError, match="homepage"):
-
-        @router.post("/cities")
-        async def create(city: City, homepage: Annotated[pydantic.AnyUrl, Query()]) -> City:
-            return city
 
 
 @pytest.mark.parametrize(

@@ -234,7 +234,7 @@ def test_delegated_route_goes_through_fastapi_dependency_solving(
     app.include_router(router)
 
     assert TestClient(app).post("/cities", json=OSLO).json() == OSLO
-    assert solved == [only_route(router).endpoint]
+    assert solved == [only_route(router).dependant.call]
 
 
 def test_app_dependency_makes_a_route_delegated_where_it_is_included(
@@ -250,7 +250,7 @@ def test_app_dependency_makes_a_route_delegated_where_it_is_included(
     app.include_router(router)
 
     assert TestClient(app).post("/cities", json=OSLO).json() == OSLO
-    assert solved == [only_route(router).endpoint]
+    assert solved == [only_route(router).dependant.call]
 
 
 def test_each_inclusion_gets_its_own_tier(solved: list[Any], twin: Twin) -> None:
@@ -268,7 +268,7 @@ def test_each_inclusion_gets_its_own_tier(solved: list[Any], twin: Twin) -> None
     assert client.post("/open/cities", json=OSLO).json() == OSLO
     assert solved == []
     assert client.post("/guarded/cities", json=OSLO).json() == OSLO
-    assert solved == [only_route(router).endpoint]
+    assert solved == [only_route(router).dependant.call]
 
 
 def test_nested_direct_route_does_not_go_through_fastapi_dependency_solving(

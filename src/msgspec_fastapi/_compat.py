@@ -25,6 +25,7 @@ from typing import Annotated, Any
 from fastapi import Header
 from fastapi import routing as _routing
 from fastapi import sse as _sse
+from fastapi.dependencies import utils as _dependency_utils
 from fastapi.dependencies.utils import get_dependant, request_params_to_args
 from fastapi.dependencies.utils import solve_dependencies as _solve_dependencies
 from fastapi.exceptions import RequestValidationError
@@ -89,6 +90,46 @@ _FILE_STACK_KEY = "fastapi_middleware_astack"
 # The scope's path without its root_path, as Starlette's routes match it. Bound as it is,
 # not wrapped: the request path calls it per request when a root_path is set.
 get_route_path: Callable[[Scope], str] = _get_route_path
+
+
+# The FastAPI functions that read a route's `endpoint` to build what FastAPI calls and
+# solves (the dependant): APIRoute's own state, and each inclusion's route context.
+_ENDPOINT_BUILDERS = frozenset(
+    {
+        _routing._populate_api_route_state.__code__,
+        _routing._EffectiveRouteContext.from_api_route.__func__.__code__,  # type: ignore[attr-defined]
+    }
+)
+
+
+def builds_from_endpoint(frame: Any) -> bool:
+    """Whether `frame` (the reader of a route's `endpoint`) is FastAPI building the route."""
+    return frame.f_code in _ENDPOINT_BUILDERS
+
+
+def embed_body_fields(route: Any) -> None:
+    """Make FastAPI read its body fields of `route` (an APIRoute or a route context)
+    embedded by name, as it does when they are not the only body parameters.
+
+    FastAPI decides the embedding from the body fields it sees (`_embed_body_fields`)
+    and builds the body model from it (`body_field`); both are read when its handler
+    is built, and the body model for the OpenAPI document.
+    """
+    if route._embed_body_fields:
+        return
+    route._embed_body_fields = True
+    route.body_field = _dependency_utils._get_body_field(
+        body_params=_dependency_utils._get_flat_body_params(route.dependant),
+        name=route.unique_id,
+        embed_body_fields=True,
+    )
+
+
+def body_model(route: Any) -> tuple[str, bool]:
+    """The component name FastAPI documents the route's embedded body fields under (its
+    body model's name), and whether that body is required."""
+    info = route.body_field.field_info
+    return info.annotation.__name__, bool(info.is_required())
 
 
 def building_context() -> Any | None:

@@ -397,3 +397,30 @@ def add_msgspec_schemas(
         copied = deepcopy(schema)
         rewrite_refs(copied, names)
         schemas[names[canonical]] = copied
+
+
+def mixed_request_body(
+    extra: dict[str, Any] | None, fastapi_model: str, fastapi_required: bool, single: str | None
+) -> dict[str, Any]:
+    """A route's `openapi_extra` whose request body is FastAPI's body model and ours in
+    one object, for a msgspec body read beside FastAPI's body fields.
+
+    `fastapi_model` names FastAPI's component of its embedded body fields; `single` is the
+    key of our body where it is one parameter (documented as the whole body until then).
+    """
+    extra = deepcopy(extra or {})
+    request_body = extra.get("requestBody")
+    if request_body is None:
+        return extra
+    for media in request_body.get("content", {}).values():
+        ours = media.get("schema", {})
+        if single is not None:
+            part: dict[str, Any] = {"type": "object", "properties": {single: ours}}
+            if request_body.get("required"):
+                part["required"] = [single]
+            ours = part
+        # FastAPI's own `$ref` stays (its schema is merged with ours): OpenAPI 3.1 applies
+        # a `$ref` and its sibling `allOf` both.
+        media["schema"] = {"$ref": _REF_TEMPLATE.format(name=fastapi_model), "allOf": [ours]}
+    request_body["required"] = bool(request_body.get("required") or fastapi_required)
+    return extra

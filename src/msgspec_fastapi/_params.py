@@ -324,7 +324,9 @@ def prepare_dependant(dependant: Any) -> None:
     """Give every msgspec-convertible parameter of a FastAPI Dependant our converter.
 
     FastAPI keeps extracting the values (aliases, defaults, repeated keys); only the
-    validation changes. Pydantic-typed parameters stay FastAPI's.
+    validation changes. Parameters msgspec cannot take (Pydantic models, Pydantic-only
+    types such as `AnyUrl`, Pydantic validators) stay FastAPI's, which keeps their route
+    on the delegated tier (`direct_param_specs`).
     """
     for group in PARAM_GROUPS:
         for field in getattr(dependant, group):
@@ -334,7 +336,10 @@ def prepare_dependant(dependant: Any) -> None:
             if mentions_pydantic(info.annotation):
                 continue
             where = f"parameter {field.name!r}"
-            target, strict = parameter_target(info.annotation, info.metadata, where)
+            try:
+                target, strict = parameter_target(info.annotation, info.metadata, where)
+            except TypeError:
+                continue
             bounds = int_bounds(target, strict)
             replace_validator(field, make_converter(target, strict, bounds))
             field.msgspec_target = target

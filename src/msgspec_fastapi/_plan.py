@@ -138,6 +138,15 @@ class EndpointSpec:
     endpoint_body: tuple[str, ...] = ()
     endpoint_models: tuple[str, ...] = ()
     form: ModelPlan | None = None  # a form model (the endpoint's own)
+    # The parameters the body is made of (the endpoint's and its dependencies').
+    body_parameters: tuple[inspect.Parameter, ...] = ()
+
+
+def embedded_body_plan(spec: EndpointSpec) -> BodyPlan:
+    """The spec's body embedded by key even where it is one parameter: how FastAPI reads
+    it beside body fields of its own."""
+    name = getattr(spec.endpoint, "__name__", type(spec.endpoint).__name__)
+    return _body_plan(name, list(spec.body_parameters), spec.msgpack, embed=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,11 +325,14 @@ def _embedded_type(endpoint_name: str, parts: list[_BodyPart]) -> Any:
     return msgspec.defstruct(name, fields, rename={part.name: part.key for part in parts})
 
 
-def _body_plan(endpoint_name: str, parameters: list[inspect.Parameter], msgpack: bool) -> BodyPlan:
-    """The plan of a body: one parameter as the whole body, or parameters embedded by key."""
+def _body_plan(
+    endpoint_name: str, parameters: list[inspect.Parameter], msgpack: bool, embed: bool = False
+) -> BodyPlan:
+    """The plan of a body: one parameter as the whole body, or parameters embedded by key
+    (always with `embed`)."""
     parts = [_body_part(endpoint_name, parameter) for parameter in parameters]
     where = f"{endpoint_name}(): body parameter {parts[0].name!r}"
-    embedded = len(parts) > 1 or parts[0].embed
+    embedded = embed or len(parts) > 1 or parts[0].embed
     if embedded:
         decode_type = _embedded_type(endpoint_name, parts)
         default: Any = MISSING
@@ -434,13 +446,6 @@ def _output_plan(
         shape = response_shape(where, options)
         if options.get("status_code") in BODYLESS_STATUSES:
             raise TypeError(f"{where}: status code {options['status_code']} has no body")
-        if not untyped_allowed:
-            # The request path encodes msgspec responses itself, so a response class
-            # that renders them its own way would be bypassed.
-            raise TypeError(
-                f"{where}: a custom response_class cannot encode msgspec responses (a "
-                "MsgspecJSONResponse subclass can, when it changes only the media_type)"
-            )
         output_type = constrained_type(output_type, (), where)
         trusted_class, container = _trust(output_type)
         return OutputPlan(
@@ -560,6 +565,7 @@ def analyze_endpoint(
         endpoint_body=tuple(p.name for p in own_body),
         endpoint_models=tuple(plan.name for _, plan in [*models, *forms]),
         form=form,
+        body_parameters=tuple(body_parameters),
     )
     return spec, exposed
 

@@ -33,7 +33,8 @@ Traced = Callable[
     [Request, Any, "bytes | None", dict[str, Any], list[Any]],
     Coroutine[Any, Any, Response],
 ]
-# Fills in what the request path read, raising its 422: (runtime, request, sub-response).
+# Fills in what the request path read, raising its 422: (respond, request, sub-response),
+# `respond` the route's `RouteRuntime.respond` where it is traced.
 Arguments = Callable[[dict[str, Any]], tuple[Any, Request, Response]]
 
 
@@ -100,13 +101,13 @@ def traced_handler(spec: EndpointSpec, target: Any, arguments: Arguments) -> Tra
             _compat.validation_failed(invalid)
             raise invalid
         values = dict(solved.values)
-        runtime, request, sub_response = arguments(values)
+        respond, request, sub_response = arguments(values)
         status, headers = sub_response.status_code, sub_response.raw_headers
         request_headers = request.scope["headers"]
         response: Response
         if streams:
             # FastAPI makes a stream without an endpoint or serialization span.
-            response = runtime.respond(endpoint(**values), status, headers, request_headers)
+            response = respond(endpoint(**values), status, headers, request_headers)
         else:
             with _compat.operation(name="endpoint", function=call):
                 if is_coroutine:
@@ -117,7 +118,7 @@ def traced_handler(spec: EndpointSpec, target: Any, arguments: Arguments) -> Tra
                 response = result
             else:
                 with _compat.operation(name="serialization", function=call):
-                    response = runtime.respond(result, status, headers, request_headers)
+                    response = respond(result, status, headers, request_headers)
         if response.background is None:
             response.background = solved.background_tasks
         return response

@@ -10,29 +10,35 @@ routes with nothing for FastAPI to solve get the runtime as their whole ASGI app
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable, Coroutine
 from contextvars import ContextVar
+from dataclasses import replace
 from functools import cache, wraps
 from types import ModuleType
 from typing import Any, ClassVar
 
+import msgspec
 from fastapi import APIRouter
 from fastapi.datastructures import Default, DefaultPlaceholder
 from fastapi.routing import APIRoute
 from fastapi.sse import EventSourceResponse
+from msgspec.json import decode as json_decode
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
 from . import _compat, _impl
 from ._depends import UNDECODED_KEY, DependencyTree, refuse_inclusion_dependencies
-from ._openapi import merge_components, route_openapi
+from ._openapi import merge_components, mixed_request_body, route_openapi
 from ._params import direct_param_specs, prepare_dependant
 from ._plan import (
     DirectPlan,
     EndpointSpec,
+    OutputPlan,
     RoutePlan,
     analyze_endpoint,
+    embedded_body_plan,
     literal_path,
 )
 from ._shared import (
@@ -45,6 +51,7 @@ from ._shared import (
     ClientDisconnect,
     NoResponse,
     RequestValidationError,
+    body_too_large,
 )
 from ._telemetry import traced_handler
 from ._validation import request_invalid
@@ -55,6 +62,11 @@ Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 _SPEC_ATTR = "__msgspec_spec__"
 # The wrapper's `arguments`, which the handling of an observed request shares.
 _ARGUMENTS_ATTR = "__msgspec_arguments__"
+
+# Who renders a route's responses where it is included (`MsgspecRoute._output_for`).
+_RESPOND_FASTAPI = 0  # FastAPI, from what the endpoint returned
+_RESPOND_MSGSPEC = 1  # the request path
+_RESPOND_BUILTINS = 2  # FastAPI's response class, from the checked result in builtins
 
 # Before FastAPI 0.164 the router carries `max_body_size` itself: from a route decorator
 # to add_api_route, and from there to the route being built.
@@ -117,16 +129,16 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
     model_names = spec.endpoint_models
     request_name, response_name = spec.request_name, spec.response_name
     pop_request, pop_response = spec.injected_request, spec.injected_response
-    handles_output = spec.output is not None
     # A generator endpoint's call only makes the generator: no threadpool, no await.
     streams = spec.output is not None and spec.output.stream != STREAM_NONE
 
     def arguments(values: dict[str, Any]) -> tuple[Any, Request, Response]:
-        """Fill in what the request path read, or raise its 422; the route's runtime, the
-        request and the sub-response FastAPI made."""
+        """Fill in what the request path read, or raise its 422; how the response is made
+        where the route is included (`MsgspecRoute._output_for`; None: FastAPI makes it
+        from the result), the request and the sub-response FastAPI made."""
         request = values.pop(request_name) if pop_request else values[request_name]
         sub_response = values.pop(response_name) if pop_response else values[response_name]
-        runtime, body, raw, models, model_errors = request.scope[SCOPE_KEY]
+        respond, body, raw, models, model_errors = request.scope[SCOPE_KEY]
         request.scope[REACHED_KEY] = True
         if UNDECODED_KEY in request.scope:
             # A dependency was handed what the request path could not decode.
@@ -144,20 +156,20 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
                     values[name] = body[name]
             else:
                 values[body_names[0]] = body
-        return runtime, request, sub_response
+        return respond, request, sub_response
 
     @wraps(endpoint)
     async def wrapper(**values: Any) -> Any:
-        runtime, request, sub_response = arguments(values)
+        respond, request, sub_response = arguments(values)
         if streams:
             result = endpoint(**values)
         elif is_coroutine:
             result = await endpoint(**values)
         else:
             result = await run_in_threadpool(endpoint, **values)
-        if not handles_output or isinstance(result, Response):
+        if respond is None or isinstance(result, Response):
             return result
-        return runtime.respond(
+        return respond(
             result, sub_response.status_code, sub_response.raw_headers, request.scope["headers"]
         )
 
@@ -171,10 +183,10 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
     return wrapper
 
 
-def _direct_plan(spec: EndpointSpec, target: Any) -> DirectPlan | None:
+def _direct_plan(spec: EndpointSpec, output: OutputPlan | None, target: Any) -> DirectPlan | None:
     """The direct tier's plan when FastAPI has nothing to solve for this route."""
     dependant = target.dependant
-    if spec.output is None or not (spec.injected_request and spec.injected_response):
+    if output is None or not (spec.injected_request and spec.injected_response):
         return None
     if dependant.dependencies or dependant.body_params:
         return None
@@ -191,6 +203,15 @@ def _direct_plan(spec: EndpointSpec, target: Any) -> DirectPlan | None:
         return None
     body_name = spec.body.name if spec.body is not None else None
     return DirectPlan(spec.endpoint, spec.is_coroutine, params, body_name)
+
+
+def _content_type(response_class: Any) -> str:
+    """The content-type header of a response class's responses."""
+    media_type = getattr(response_class, "media_type", None) or "application/json"
+    if media_type.startswith("text/") and "charset=" not in media_type.lower():
+        # Starlette's rule for the header of a text response.
+        media_type += f"; charset={getattr(response_class, 'charset', 'utf-8')}"
+    return media_type
 
 
 def _renders_as_msgspec(response_class: Any) -> bool:
@@ -210,19 +231,49 @@ class MsgspecRoute(APIRoute):
     # The request-path twin the route runs on: the one `_impl` picked. `route_class_for`
     # makes subclasses bound to a given twin, so that tests can run both in one process.
     twin: ClassVar[ModuleType] = _impl.twin
+    # What registration learned of the endpoint (None where FastAPI serves it alone), the
+    # endpoint FastAPI calls (our wrapper, or the user's) and the user's.
+    msgspec_spec: EndpointSpec | None
+    msgspec_wrapper: Callable[..., Any]
+    msgspec_endpoint: Callable[..., Any]
 
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         # Only used before FastAPI 0.164, which has no max_body_size of its own.
         self.msgspec_max_body_size = _ROUTE_LIMIT.get()
+        # As registered: each place the route is included may document its body anew.
+        self.msgspec_openapi_extra: dict[str, Any] | None = kwargs.get("openapi_extra")
         super().__init__(path, endpoint, **kwargs)
         direct = getattr(self, DIRECT_ATTR, None)
         if direct is not None:
             self.app = direct
 
+    @property
+    def endpoint(self) -> Callable[..., Any]:
+        """The user's endpoint, as APIRoute's; FastAPI builds on the wrapper instead.
+
+        FastAPI reads a route's `endpoint` to build the dependant it solves and calls,
+        for the route and again for each inclusion (`_compat.builds_from_endpoint`):
+        those reads get the wrapper whose signature FastAPI must see.
+        """
+        if _compat.builds_from_endpoint(sys._getframe(1)):
+            return self.msgspec_wrapper
+        return self.msgspec_endpoint
+
+    @endpoint.setter
+    def endpoint(self, value: Callable[..., Any]) -> None:
+        spec: EndpointSpec | None = getattr(value, _SPEC_ATTR, None)
+        self.msgspec_spec = spec
+        self.msgspec_wrapper = value
+        self.msgspec_endpoint = value if spec is None else spec.endpoint
+
     def get_route_handler(self) -> Handler:
         context = _compat.building_context()
         target: Any = context if context is not None and context.original_route is self else self
+        spec = self.msgspec_spec
         if target is context:
+            # FastAPI built the context's dependant on the wrapper; what it shows of
+            # the route (RouteContext, scope["endpoint"]) is the user's endpoint.
+            context.endpoint = self.endpoint
             path_regex, convertors, endpoint, methods = _compat.included_match_data(context)
             literal = literal_path(path_regex, context.path_format)
             matcher = self.twin.RouteMatcher(
@@ -230,22 +281,51 @@ class MsgspecRoute(APIRoute):
             )
             setattr(context, MATCHER_ATTR, matcher)
         prepare_dependant(target.dependant)
-        spec: EndpointSpec | None = getattr(self.endpoint, _SPEC_ATTR, None)
+        body = spec.body if spec is not None else None
+        single = None
+        if spec is not None and target.body_field is not None:
+            if spec.form is not None:
+                raise TypeError(
+                    f"{spec.endpoint.__name__}(): other FastAPI body fields cannot be "
+                    "combined with a msgspec form model"
+                )
+            if body is not None:
+                # Body fields of FastAPI's beside ours: FastAPI reads every body field
+                # by its key, as it does when they are not the only ones, and the
+                # request path decodes ours from the same object.
+                _compat.embed_body_fields(target)
+                key = None
+                if not body.embedded:
+                    single = body.names[0]
+                    body = embedded_body_plan(spec)
+                    key = msgspec.structs.fields(body.decode_type)[0].encode_name
+                model, required = _compat.body_model(target)
+                target.openapi_extra = mixed_request_body(
+                    self.msgspec_openapi_extra, model, required, key
+                )
         handler = super().get_route_handler()
         if spec is None:
             return handler
-        if (spec.body is not None or spec.form is not None) and target.body_field is not None:
-            raise TypeError(
-                f"{spec.endpoint.__name__}(): other FastAPI body fields cannot be combined "
-                f"with a msgspec {'body' if spec.form is None else 'form model'}"
-            )
+        # A route class with a handler of its own sees every request (no direct tier),
+        # and may hand ours a Request of its own class: the body is read from that.
+        own_handler = type(self).get_route_handler is not MsgspecRoute.get_route_handler
+        # So does an integration (Sentry, say) that wrapped the endpoint FastAPI calls
+        # while FastAPI built its handler.
+        wrapped = target.dependant.call is not self.msgspec_wrapper
+        output, respond_as = self._output_for(spec.output, target.response_class)
         plan = RoutePlan(
-            body=spec.body,
-            output=spec.output,
+            body=body,
+            output=output,
             strict_content_type=bool(_resolve(target.strict_content_type)),
             status_code=target.status_code or 200,
             # A form is parsed FastAPI's way, on the delegated tier.
-            direct=_direct_plan(spec, target) if spec.form is None else None,
+            direct=(
+                _direct_plan(spec, output, target)
+                if spec.form is None
+                and respond_as == _RESPOND_MSGSPEC
+                and not (own_handler or wrapped)
+                else None
+            ),
             max_body_size=self._own_limit(),
             models=spec.models,
             form=spec.form,
@@ -264,6 +344,15 @@ class MsgspecRoute(APIRoute):
             return handler
 
         has_models = bool(spec.models)
+        respond: Callable[..., Any] | None = None
+        if respond_as == _RESPOND_MSGSPEC:
+            respond = runtime.respond
+        elif respond_as == _RESPOND_BUILTINS:
+
+            def respond(result: Any, *_: Any) -> Any:
+                # Checked and encoded as ours are, then handed to FastAPI as builtins for
+                # the response class to render, as FastAPI hands it a model's dump.
+                return json_decode(runtime.encode(result))
 
         def gather_models(scope: Any) -> tuple[dict[str, Any], list[Any]]:
             values: dict[str, Any] = {}
@@ -273,16 +362,17 @@ class MsgspecRoute(APIRoute):
             return values, errors
 
         # What FastAPI's telemetry, when it observes a request, sees of the route: see
-        # `_telemetry`. Not for a route whose body or response FastAPI handles itself.
+        # `_telemetry`. Not for a route whose body or response FastAPI handles itself, nor
+        # one whose endpoint an integration wrapped (FastAPI's handler calls the wrapper).
         traced = None
-        if spec.output is not None and target.body_field is None:
-            traced = traced_handler(spec, target, getattr(self.endpoint, _ARGUMENTS_ATTR))
+        if respond_as == _RESPOND_MSGSPEC and target.body_field is None and not wrapped:
+            traced = traced_handler(spec, target, getattr(self.msgspec_wrapper, _ARGUMENTS_ATTR))
 
         async def delegate(
             request: Request, body: Any, raw: bytes | None, models: Any, model_errors: list[Any]
         ) -> Response:
             """FastAPI's handler, with what the request path read left for the wrapper."""
-            request.scope[SCOPE_KEY] = (runtime, body, raw, models, model_errors)
+            request.scope[SCOPE_KEY] = (respond, body, raw, models, model_errors)
             if traced is not None and request.scope.get(TELEMETRY_SCOPE_KEY) is not None:
                 return await traced(request, body, raw, models, model_errors)
             try:
@@ -311,7 +401,7 @@ class MsgspecRoute(APIRoute):
 
             return handle_form
 
-        if spec.body is None:
+        if body is None:
 
             async def handle(request: Request) -> Response:
                 if plan.max_body_size >= 0:
@@ -321,23 +411,54 @@ class MsgspecRoute(APIRoute):
 
             return served(handle)
 
-        enforce_limit = plan.max_body_size >= 0
+        reads_raw = plan.max_body_size >= 0 and not own_handler
+        checks_size = plan.max_body_size >= 0 and own_handler
 
         async def handle_with_body(request: Request) -> Response:
             try:
-                if enforce_limit:
+                if reads_raw:
                     raw = await runtime.read_raw(request.scope, request.receive)
                     _compat.cache_request_body(request, raw)  # for dependencies
                 else:
                     raw = await request.body()
+                    if checks_size and len(raw) > plan.max_body_size:
+                        raise body_too_large()
             except ClientDisconnect:
                 return NoResponse()
             # 415 and 400 are sent here, before any dependency runs.
             body = runtime.parse_body(request.scope, raw)
+            if single is not None and type(body) is not RequestValidationError:
+                body = body[single]  # one parameter, read embedded beside FastAPI's
             models, model_errors = gather_models(request.scope)
             return await delegate(request, body, raw, models, model_errors)
 
         return served(handle_with_body)
+
+    @staticmethod
+    def _output_for(
+        output: OutputPlan | None, response_class: Any
+    ) -> tuple[OutputPlan | None, int]:
+        """The output plan for where the route is included, and who renders responses.
+
+        `response_class` is the class FastAPI resolved there (the route's own, else the
+        inclusions' `default_response_class`). A placeholder (none chosen) or a
+        MsgspecJSONResponse that changes only its media type: the request path sends
+        the responses, labelled with that media type. Any other class renders them, as
+        in FastAPI: an untyped result as it is, a typed one checked and in builtins.
+        Streams were decided at registration.
+        """
+        if output is None:
+            return None, _RESPOND_FASTAPI
+        if output.stream != STREAM_NONE or isinstance(response_class, DefaultPlaceholder):
+            return output, _RESPOND_MSGSPEC
+        if _renders_as_msgspec(response_class):
+            header = (b"content-type", _content_type(response_class).encode("latin-1"))
+            if header != output.content_type:
+                output = replace(output, content_type=header)
+            return output, _RESPOND_MSGSPEC
+        if output.output_type is None:
+            return None, _RESPOND_FASTAPI
+        return output, _RESPOND_BUILTINS
 
     def _own_limit(self) -> int:
         """The body limit the request path enforces: -1 where FastAPI enforces its own."""
@@ -366,22 +487,55 @@ def route_class_for(twin: ModuleType) -> type[MsgspecRoute]:
     )
 
 
+_COMBINED: dict[tuple[type[APIRoute], type[MsgspecRoute]], type[MsgspecRoute]] = {}
+
+
+def msgspec_route_class(
+    route_class: type[APIRoute], base: type[MsgspecRoute]
+) -> type[MsgspecRoute]:
+    """`route_class` where it is a MsgspecRoute, else a class that is both: the APIRoute
+    subclass first, so that its own `matches`, `handle` and `get_route_handler` run as
+    FastAPI runs them, each reaching `base` (a MsgspecRoute) through `super()`. One class
+    per pair, made once."""
+    if issubclass(route_class, MsgspecRoute):
+        return route_class
+    combined = _COMBINED.get((route_class, base))
+    if combined is None:
+        namespace = {
+            "__module__": route_class.__module__,
+            "__qualname__": route_class.__qualname__,
+            "__doc__": route_class.__doc__,
+        }
+        combined = type(route_class.__name__, (route_class, base), namespace)
+        _COMBINED[route_class, base] = combined
+    return combined
+
+
+def _check_route_class(route_class: Any, option: str) -> None:
+    if not (isinstance(route_class, type) and issubclass(route_class, APIRoute)):
+        raise TypeError(f"{option} must be an APIRoute subclass")
+
+
 class MsgspecRouter(APIRouter):
     """An APIRouter that decodes bodies and encodes responses with msgspec.
 
     With `msgpack=True` its routes (unless a route says `msgpack=False`) also take
     MessagePack bodies and answer in MessagePack when the request's Accept prefers it.
+    A `route_class` (or `route_class_override`) that is an APIRoute subclass but no
+    MsgspecRoute is combined with `base_route_class` (`msgspec_route_class`).
     """
+
+    # The route class routes are built on, unless given a MsgspecRoute subclass.
+    base_route_class: ClassVar[type[MsgspecRoute]] = MsgspecRoute
 
     def __init__(self, *args: Any, msgpack: bool = False, **kwargs: Any) -> None:
         _check_msgpack(msgpack)
         self.msgpack = msgpack
-        kwargs.setdefault("route_class", MsgspecRoute)
+        kwargs.setdefault("route_class", self.base_route_class)
         # A placeholder, as FastAPI's own default is: FastAPI streams a generator route of
         # Pydantic items as JSON Lines only when no response class was chosen.
         kwargs.setdefault("default_response_class", Default(MsgspecJSONResponse))
-        if not issubclass(kwargs["route_class"], MsgspecRoute):
-            raise TypeError("route_class must be MsgspecRoute or a subclass of it")
+        _check_route_class(kwargs["route_class"], "route_class")
         if not _compat.HAS_NATIVE_BODY_LIMIT:
             limit = kwargs.pop("max_body_size", None)
             _check_limit(limit)
@@ -413,8 +567,11 @@ class MsgspecRouter(APIRouter):
             msgpack = _DECORATOR_MSGPACK.get()
         takes_msgpack = self.msgpack if msgpack is None else msgpack
         override = kwargs.get("route_class_override")
-        if override is not None and not issubclass(override, MsgspecRoute):
-            raise TypeError("route_class_override must be MsgspecRoute or a subclass of it")
+        if override is not None:
+            _check_route_class(override, "route_class_override")
+        kwargs["route_class_override"] = msgspec_route_class(
+            override or self.route_class, self.base_route_class
+        )
         if _compat.HAS_NATIVE_BODY_LIMIT:
             limit = kwargs.get("max_body_size")
             limit = limit if limit is not None else self.max_body_size
@@ -444,17 +601,17 @@ class MsgspecRouter(APIRouter):
             refuse_inclusion_dependencies(dependencies)
             super().add_api_route(path, endpoint, **kwargs)
             return
-        response_class = kwargs.get("response_class")
-        if response_class is None or isinstance(response_class, DefaultPlaceholder):
-            response_class = _resolve(self.default_response_class)
+        registered = kwargs.get("response_class")
+        if registered is None or isinstance(registered, DefaultPlaceholder):
+            registered = self.default_response_class
+        response_class = _resolve(registered)
+        # A class chosen here is the route's wherever it is included; without one (our
+        # placeholder), each inclusion's default decides (`MsgspecRoute._output_for`).
         untyped_allowed = _renders_as_msgspec(response_class)
         sse = isinstance(response_class, type) and issubclass(response_class, EventSourceResponse)
         # What responses are labelled and documented with: the class the route responds with.
         media_type = getattr(response_class, "media_type", None) or "application/json"
-        content_type = media_type
-        if media_type.startswith("text/") and "charset=" not in media_type.lower():
-            # Starlette's rule for the header of a text response.
-            content_type += f"; charset={getattr(response_class, 'charset', 'utf-8')}"
+        content_type = _content_type(response_class)
         tree = DependencyTree.read(endpoint, dependencies)
         spec, exposed = analyze_endpoint(
             endpoint,
@@ -477,8 +634,6 @@ class MsgspecRouter(APIRouter):
             # all, and FastAPI must not add the router's again.
             kwargs["dependencies"] = dependencies
             router_dependencies = []
-        if spec is not None and spec.output is not None and not untyped_allowed:
-            media_type = "application/json"
         if self.responses:
             # FastAPI adds the router's responses to the route's; ours must see them to
             # take their msgspec models out, and the route's entries still win.
@@ -486,7 +641,6 @@ class MsgspecRouter(APIRouter):
         components = route_openapi(spec, kwargs, limit, media_type)
         if spec is not None and spec.output is not None:
             kwargs["response_model"] = None
-            kwargs["response_class"] = response_class if untyped_allowed else MsgspecJSONResponse
             if spec.output.stream != STREAM_NONE:
                 # Documented by route_openapi; a class without a media type adds nothing.
                 kwargs["response_class"] = Response
@@ -521,15 +675,14 @@ class MsgspecRouter(APIRouter):
 def router_class_for(twin: ModuleType) -> type[MsgspecRouter]:
     """A MsgspecRouter subclass on `twin`: its inclusions' index and, by default, its routes
     (`route_class_for`) run on it. With `install_dispatch_with(app, twin)` an application
-    runs on one twin throughout, whichever twin `_impl` picked."""
-    route_class = route_class_for(twin)
-
-    def __init__(self: MsgspecRouter, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("route_class", route_class)
-        MsgspecRouter.__init__(self, *args, **kwargs)
-
+    runs on one twin throughout, whichever twin `_impl` picked. An APIRoute subclass given
+    as `route_class` is combined with the twin's route class (`base_route_class`)."""
     return type(
         f"MsgspecRouter_{twin.IMPLEMENTATION}",
         (MsgspecRouter,),
-        {"__init__": __init__, "matches": twin.router_matches, "handle": twin.router_handle},
+        {
+            "base_route_class": route_class_for(twin),
+            "matches": twin.router_matches,
+            "handle": twin.router_handle,
+        },
     )
