@@ -144,6 +144,14 @@ def check_after(module: ModuleType) -> None:
             ]
 
 
+@example("migrating/custom_route_class.py")
+def check_custom_route_class(module: ModuleType) -> None:
+    reply = post_json(module, "/cities", LYON)
+    assert (reply.status, reply.json()) == (200, LYON)
+    assert float(header(reply, b"x-response-time") or b"nan") >= 0
+    assert all(isinstance(route, module.TimedRoute) for route in module.router.routes)
+
+
 @example("behaviour/several_bodies.py")
 def check_several_bodies(module: ModuleType) -> None:
     body = {"city": LYON, "point": {"x": 4.8, "y": 45.8}}
