@@ -74,12 +74,13 @@ bench: $(VENV)/.bench-installed
 	$(PY) bench/micro.py $(BENCH_ARGS)
 
 # A smoke run of the same (tiny batches, nothing judged on speed) for CI.
-bench-quick: $(VENV)/.bench-installed
+bench-quick: bench-service-tools $(VENV)/.bench-installed
 	$(PY) bench/micro.py --quick --strict
 	$(PY) bench/micro.py --stream --quick --strict
 	$(PY) bench/micro.py --formats --quick
 	$(PY) bench/micro.py --models --quick
 	$(PY) bench/micro.py --deps --quick --strict
+	$(PY) bench/micro.py --deps --server --quick --strict
 	$(PY) bench/errors.py --quick --rounds 2
 
 # What a 422 costs: a 100-city body with one bad field and with every field bad.

@@ -69,7 +69,8 @@ def build_app(data: Dataset) -> FastAPI:
     return app
 
 
-def build_table_app(size: int) -> FastAPI:
+def build_table_app(size: int, install: bool = True) -> FastAPI:
+    """N routers; `install=False` leaves out install_dispatch (routetable.LOOP_VARIANTS)."""
     items = make_items()
     app = FastAPI()
     for k in range(size):
@@ -88,7 +89,7 @@ def build_table_app(size: int) -> FastAPI:
 
         app.include_router(router)
     # One call after the routers are included: the index is built from the finished table.
-    if _install_dispatch is not None:
+    if install and _install_dispatch is not None:
         _install_dispatch(app)
     return app
 

@@ -12,7 +12,9 @@ two more references besides the included-router floor: app-floor (the same endpo
 routes of the app itself) and bare (the same endpoints behind a dict lookup in a bare ASGI
 app). --routes then picks among get-first, get-last, post-first, post-last. The MsgspecRouter
 variants call msgspec_fastapi.install_dispatch(app) after including the routers, where
-this package has it (never upstream); the header says whether it was installed.
+this package has it (never upstream); the header says whether it was installed. Two more
+variants, compiled-loop and pure-loop, are our twins without install_dispatch: FastAPI's
+loop over the routers (routetable.LOOP_VARIANTS).
 
 With --deps, routes whose work is dependencies (bench/micro/deps.py): two dependencies
 (a yield session and the current user from the Authorization header) on a GET and a POST,
@@ -35,6 +37,8 @@ variants are skipped, with the reason, while this msgspec_fastapi cannot stream.
     python bench/micro.py --stream --quick     # smoke run of the streaming mode
     python bench/micro.py --deps               # dependencies (micro/deps.py)
     python bench/micro.py --deps --quick --strict   # its smoke run: every variant answers
+    python bench/micro.py --deps --server      # behind uvicorn, loaded by wrk (micro/server.py)
+    python bench/micro.py --deps --server --quick --strict   # its smoke run
 """
 
 import argparse
@@ -53,14 +57,24 @@ from typing import Any, TextIO
 
 from common import BENCH, cpu_model, ensure_upstream, log, run_record, versions
 
-from . import cities, deps, deps_report, formats, models, routetable, routetable_report, streams
+from . import (
+    cities,
+    deps,
+    deps_report,
+    formats,
+    models,
+    routetable,
+    routetable_report,
+    server,
+    streams,
+)
 
 VARIANTS = ("compiled", "pure", "upstream", "pydantic", "litestar", "floor")
 # The variants with streaming routes (--stream); the first is the base of the ratios.
 STREAM_VARIANTS = ("compiled", "pure", "pydantic", "litestar")
 STREAM_BASE = "pydantic"
 # The route table's references besides the floor; they have no city routes.
-TABLE_VARIANTS = (*VARIANTS, "app-floor", "bare")
+TABLE_VARIANTS = (*VARIANTS, *routetable.LOOP_VARIANTS, "app-floor", "bare")
 # --quick without --routers smoke-tests the route table at these sizes too.
 QUICK_SIZES = (1, 30)
 # cpu: the worker process's CPU time, which other processes sharing the core do not inflate
@@ -208,16 +222,30 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         " with an unrelated override set; with Litestar, the floor and a bare ASGI app",
     )
     parser.add_argument(
+        "--server",
+        action="store_true",
+        help="with --deps: each variant's app behind uvicorn pinned to --cpu (default the"
+        " first CPU), loaded by wrk pinned to --client-cpu; requests/s (micro/server.py)",
+    )
+    parser.add_argument(
+        "--duration", type=int, help="--server: seconds wrk loads each route per round (5)"
+    )
+    parser.add_argument(
+        "--connections", type=int, default=20, help="--server: wrk's connections (default 20)"
+    )
+    parser.add_argument("--client-cpu", type=int, help="--server: wrk's CPU (default the other)")
+    parser.add_argument(
         "--variants",
         type=_csv(TABLE_VARIANTS),
-        help=f"{','.join(VARIANTS)}; with --routers also app-floor,bare, with --deps also"
-        " bare (default: all)",
+        help=f"{','.join(VARIANTS)}; with --routers also"
+        f" {','.join(TABLE_VARIANTS[len(VARIANTS) :])}, with --deps also bare (default: all)",
     )
     parser.add_argument(
         "--routes",
         help=f"{','.join(cities.ROUTE_KEYS)}; with --routers"
-        f" {','.join(routetable.ROUTE_KEYS)}; with --deps {','.join(deps.CASE_KEYS)}"
-        " (default: all)",
+        f" {','.join(routetable.ROUTE_KEYS)}; with --deps {','.join(deps.CASE_KEYS)};"
+        f" with --deps --server {','.join(server.ROUTE_KEYS)} (default: all; --server:"
+        f" {','.join(server.DEFAULT_ROUTES)})",
     )
     parser.add_argument(
         "--models",
@@ -230,7 +258,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="JSON against MessagePack on the validate and list routes, compiled and pure",
     )
-    parser.add_argument("--cpu", type=int, help="CPU to pin every worker to (default: the last)")
+    parser.add_argument(
+        "--cpu",
+        type=int,
+        help="CPU to pin every worker to (default: the last); --server: the servers' CPU"
+        " (default: the first)",
+    )
     parser.add_argument("--json", type=Path, metavar="PATH", help="write all results here")
     parser.add_argument(
         "--batch-seconds", type=float, help="target time of one timed batch (default 0.1)"
@@ -252,6 +285,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         " pip install -r bench/requirements-plot.txt)",
     )
     args = parser.parse_args(argv)
+    if args.server:
+        server.settle(parser, args)
+        return args
     try:
         args.modes = _modes(parser, args)
     except argparse.ArgumentTypeError as error:
@@ -395,12 +431,14 @@ def route_index_note(workers: list[Worker]) -> str:
     """Whether our variants ran with the compiled route index (install_dispatch)."""
     ours = [w for w in workers if w.variant in ("compiled", "pure")]
     with_index = [w.variant for w in ours if w.info.get("route_index")]
+    loop = [w.variant for w in workers if w.variant in routetable.LOOP_VARIANTS]
+    without = f"; not in {', '.join(loop)} (FastAPI's loop)" if loop else ""
     if with_index:
         installed = ", ".join(with_index)
-        return f"route index (msgspec_fastapi.install_dispatch): installed in {installed}"
+        return f"route index (msgspec_fastapi.install_dispatch): installed in {installed}{without}"
     if ours:
         return "route index: not installed (this msgspec_fastapi has no install_dispatch)"
-    return "route index: no variant of ours ran"
+    return f"route index: not installed{without}" if loop else "route index: no variant of ours ran"
 
 
 def print_table(
@@ -682,6 +720,8 @@ def main(argv: list[str] | None = None) -> int:
         "cpu_count": os.cpu_count(),
         **versions(VERSIONED),
     }
+    if args.server:
+        return server.run(args, meta)
     if args.formats:
         return formats.run(args)
     if args.models:

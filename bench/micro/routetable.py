@@ -15,6 +15,9 @@ from .asgi import Case
 ITEM_COUNT = 100
 ITEM_ID = 42
 ROUTE_KEYS = ("get-first", "get-last", "post-first", "post-last")
+# Our twins without msgspec_fastapi.install_dispatch: FastAPI's loop over the included
+# routers (each MsgspecRouter still indexes its own inclusions); the value is the twin.
+LOOP_VARIANTS = {"compiled-loop": "compiled", "pure-loop": "pure"}
 
 
 class Item(msgspec.Struct, kw_only=True):

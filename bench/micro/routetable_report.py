@@ -37,7 +37,7 @@ def print_tables(
         variants = list(dict.fromkeys(variant for rows in cases.values() for variant in rows))
         print(f"\n{routers_phrase(size)} (the last is /r{size - 1})", file=out)
         header = "".join(f"{COLUMNS[route]:>16}" for route in cases)
-        print(f"  {'variant':<10}{header}", file=out)
+        print(f"  {'variant':<13}{header}", file=out)
         spreads = []
         for variant in variants:
             cells = []
@@ -50,7 +50,7 @@ def print_tables(
                 ratio = row.get(f"ratio_to_{BASE}")
                 shown = f"{ratio:.2f}x" if ratio is not None else "-"
                 cells.append(f"{row['median_us']:>9.1f} {shown:>6}")
-            print(f"  {variant:<10}{''.join(cells)}", file=out)
+            print(f"  {variant:<13}{''.join(cells)}", file=out)
         # One line instead of an iqr column per route: how far apart the rounds were.
         print(
             f"  iqr of the rounds, % of the median: median {statistics.median(spreads):.0f}%,"
@@ -98,6 +98,17 @@ def targets(times: Times, sizes: list[int]) -> list[tuple[str, list[float]]]:
                 f"compiled / pure, {name} last of {routers_phrase(big)}",
                 ("compiled", last_big),
                 ("pure", last_big),
+            ),
+            (
+                f"compiled / compiled-loop (install_dispatch), {name} last of"
+                f" {routers_phrase(big)}",
+                ("compiled", last_big),
+                ("compiled-loop", last_big),
+            ),
+            (
+                f"pure / pure-loop (install_dispatch), {name} last of {routers_phrase(big)}",
+                ("pure", last_big),
+                ("pure-loop", last_big),
             ),
             (
                 f"compiled / bare (the physical limit), {name} last of {routers_phrase(big)}",

@@ -15,6 +15,7 @@ first app import.
 import argparse
 import asyncio
 import contextlib
+import functools
 import gc
 import hashlib
 import importlib.util
@@ -35,7 +36,16 @@ from .asgi import ASGIApp, Case, Lifespan, Response, WrongAnswer, call, http_sco
 
 # Variants whose bytes must equal msgspec's own encoding. Pydantic formats JSON by itself,
 # so for it the parsed values are compared instead.
-BYTE_EXACT = {"compiled", "pure", "upstream", "litestar", "floor", "app-floor", "bare"}
+BYTE_EXACT = {
+    "compiled",
+    "pure",
+    "upstream",
+    "litestar",
+    "floor",
+    *routetable.LOOP_VARIANTS,
+    "app-floor",
+    "bare",
+}
 PREVIEW = 300
 
 
@@ -56,6 +66,12 @@ def load(variant: str) -> tuple[Apps, dict[str, Any]]:
 
         apps = Apps(app_router.build_app, app_router.build_table_app, app_router.build_stream_app)
         return apps, {"msgspec_fastapi": package, "route_index": app_router.ROUTE_INDEX}
+    if twin := routetable.LOOP_VARIANTS.get(variant):
+        _, package = import_router_package(twin)
+        from . import app_router
+
+        table = functools.partial(app_router.build_table_app, install=False)
+        return Apps(None, table), {"msgspec_fastapi": package, "route_index": False}
     if variant == "pydantic":
         from . import app_pydantic
 

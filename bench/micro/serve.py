@@ -1,0 +1,64 @@
+"""One variant's app behind uvicorn, for `micro.py --deps --server` (see server.py).
+
+    python -m micro.serve VARIANT --app deps|table --port PORT --report FILE   (from bench/)
+
+`deps` is the variant's --deps app (deps.load(), without the override), `table` its
+route-table app of one router (worker.load()), the reference without dependencies. The
+driver starts this under taskset: uvicorn with httptools and the asyncio loop, one
+process, no access log. After uvicorn has shut down (SIGINT), the sessions still open are
+written to FILE as JSON: every yield dependency's teardown must have run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from common import Unavailable
+
+from . import deps, worker
+from .asgi import ASGIApp
+
+
+def build(variant: str, app: str) -> ASGIApp:
+    """The variant's app; load() settles which msgspec_fastapi it imports, before any app."""
+    if app == "deps":
+        builder, _ = deps.load(variant)
+        return builder(False)
+    apps, _ = worker.load(variant)
+    return apps.table(1)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("variant")
+    parser.add_argument("--app", choices=("deps", "table"), required=True)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--report", type=Path, required=True)
+    args = parser.parse_args()
+    try:
+        app = build(args.variant, args.app)
+    except Unavailable as skip:
+        args.report.write_text(json.dumps({"skipped": str(skip)}))
+        return 3
+
+    import uvicorn
+
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=args.port,
+        http="httptools",
+        loop="asyncio",
+        lifespan="on",
+        access_log=False,
+        log_level="warning",
+    )
+    args.report.write_text(json.dumps({"sessions_open": deps.Session.live}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
