@@ -430,6 +430,28 @@ def render_service(name: str, document: Doc) -> str:
     return "\n\n".join(parts)
 
 
+def render_server(name: str, document: Doc) -> str:
+    """`bench/micro.py --deps --server --json`: requests/s and CPU per response under wrk."""
+    columns = ["variant", "req/s", "vs litestar", "CPU µs/resp", "vs litestar", "p50 ms", "others"]
+    parts = []
+    for data in document["routes"].values():
+        rows = [
+            [
+                variant,
+                f"{row['rps']:,.0f}",
+                ratio(row.get("rps_vs_base")),
+                f"{row['cpu_us']:.1f}",
+                ratio(row.get("cpu_vs_base")),
+                f"{row['p50_ms']:.2f}",
+                f"{row['others']:.0%}",
+            ]
+            for variant, row in data["summary"].items()
+        ]
+        parts.append(f"**{data['label']}**\n\n" + table(columns, rows))
+    parts += [f"- {note}" for note in document.get("notes", [])]
+    return "\n\n".join(parts)
+
+
 def renderer(document: Doc) -> Callable[[str, Doc], str]:
     kind = document.get("benchmark")
     if kind == "micro":
@@ -446,6 +468,7 @@ def renderer(document: Doc) -> Callable[[str, Doc], str]:
         "icount": render_icount,
         "table": render_table,
         "service": render_service,
+        "server": render_server,
     }
     if kind not in known:
         raise PluginError(f"unknown benchmark kind {kind!r}")
