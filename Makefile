@@ -16,7 +16,7 @@ CIBUILDWHEEL_VERSION ?= 4.2.0
 
 BENCH_ARGS ?=
 
-$(VENV)/.installed: pyproject.toml setup.py src/msgspec_fastapi/_fastpath.pyx
+$(VENV)/.installed: pyproject.toml setup.py src/msgspec_fastapi/_fastpath.pyx src/msgspec_fastapi/_depexec.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "Cython>=3.1" "setuptools>=77" wheel

@@ -38,8 +38,13 @@ def extensions():
         return []
     from Cython.Build import cythonize
 
+    # `_depexec_c.py` is a link to `_depexec.py`: one source, run as Python by the pure
+    # twin and compiled for the compiled one (both import in one process).
     return cythonize(
-        [Extension("msgspec_fastapi._fastpath", ["src/msgspec_fastapi/_fastpath.pyx"])],
+        [
+            Extension("msgspec_fastapi._fastpath", ["src/msgspec_fastapi/_fastpath.pyx"]),
+            Extension("msgspec_fastapi._depexec_c", ["src/msgspec_fastapi/_depexec_c.py"]),
+        ],
         compiler_directives={"language_level": "3"},
     )
 

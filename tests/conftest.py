@@ -16,6 +16,7 @@ from typing import Any
 import fastapi.routing
 import pytest
 from fastapi import Depends
+from support import delegating_dependency
 from twins import TWIN_NAMES, Twin, get_twin
 
 import msgspec_fastapi
@@ -47,10 +48,6 @@ def twin(request: pytest.FixtureRequest) -> Twin:
     return get_twin(request.param)
 
 
-def no_op_dependency() -> None:
-    """A dependency that does nothing; its presence alone moves a route off the direct tier."""
-
-
 @pytest.fixture(params=["direct", "delegated"])
 def tier(request: pytest.FixtureRequest) -> str:
     """The tier the routes of the `router` fixture run on."""
@@ -61,9 +58,9 @@ def tier(request: pytest.FixtureRequest) -> str:
 def router(tier: str, twin: Twin, monkeypatch: pytest.MonkeyPatch) -> Iterator[MsgspecRouter]:
     """A MsgspecRouter on each twin whose routes run on `tier`.
 
-    On "delegated" every route gets a no-op dependency, which is enough to make FastAPI
-    solve dependencies for it. On "direct" the fixture checks, after the test, that
-    FastAPI's dependency solving never ran: the routes really were served by the direct
+    On "delegated" every route gets a dependency that only FastAPI can solve, which keeps
+    it with FastAPI's dependency solving. On "direct" the fixture checks, after the test,
+    that FastAPI's dependency solving never ran: the routes really were served by the direct
     tier, so a test that passes on both tiers exercised both.
     """
     solved: list[Any] = []
@@ -75,7 +72,7 @@ def router(tier: str, twin: Twin, monkeypatch: pytest.MonkeyPatch) -> Iterator[M
 
     monkeypatch.setattr(fastapi.routing, "solve_dependencies", counting_solve_dependencies)
     if tier == "delegated":
-        router = twin.router_class(dependencies=[Depends(no_op_dependency)])
+        router = twin.router_class(dependencies=[Depends(delegating_dependency)])
     else:
         router = twin.router_class()
     yield router

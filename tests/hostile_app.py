@@ -1,7 +1,7 @@
 """One application that hostile-input tests send their requests to.
 
 Every route exists twice: under `/direct` on the direct tier and under `/delegated` on the
-delegated tier (a no-op dependency is enough to move a route there), except that the form
+delegated tier (a dependency only FastAPI solves keeps a route there), except that the form
 route (`/form`, in `ALWAYS_DELEGATED`) runs on the delegated tier under both prefixes.
 `build_app(twin)` puts the whole application on one twin (a `twins.Twin`), so that the
 same request can be sent to the pure and to the compiled request path; `APPS` holds one
@@ -23,6 +23,7 @@ import msgspec
 from fastapi import Body, Depends, FastAPI, Form, Header, Path, Query, UploadFile
 from fastapi.routing import iter_route_contexts
 from fastapi.sse import EventSourceResponse
+from support import delegating_dependency
 from twins import PerTwin, Twin
 
 from msgspec_fastapi import MsgspecRouter
@@ -130,13 +131,9 @@ PICKS: list[Any] = [
 ]
 
 
-def touch() -> None:
-    """A dependency that does nothing; it moves a route to the delegated tier."""
-
-
 def tier_router(tier: str, router_class: type[MsgspecRouter] = MsgspecRouter) -> MsgspecRouter:
     """The hostile routes, on `tier`."""
-    dependencies = [Depends(touch)] if tier == "delegated" else []
+    dependencies = [Depends(delegating_dependency)] if tier == "delegated" else []
     router = router_class(dependencies=dependencies)
 
     @router.post("/everything")

@@ -1,7 +1,8 @@
 """One application with MessagePack routes, for the msgpack table, twin comparison and fuzzer.
 
 Every route exists twice, as in `hostile_app`: under `/direct` on the direct tier and under
-`/delegated` on the delegated tier (a no-op dependency moves a route there). The router
+`/delegated` on the delegated tier (a dependency only FastAPI solves keeps a route
+there). The router
 has `msgpack=True`; `/plain` turns it off for itself. `build_app(twin)` puts the whole
 application on one twin; `APPS` holds one such app per twin.
 
@@ -18,6 +19,7 @@ from typing import Annotated, Any
 import msgspec
 from fastapi import Body, Depends, FastAPI
 from fastapi.routing import iter_route_contexts
+from support import delegating_dependency
 from twins import PerTwin, Twin
 
 from msgspec_fastapi import MsgspecRouter
@@ -79,13 +81,9 @@ RECORD: dict[str, Any] = {
 }
 
 
-def touch() -> None:
-    """A dependency that does nothing; it moves a route to the delegated tier."""
-
-
 def tier_router(tier: str, router_class: type[MsgspecRouter] = MsgspecRouter) -> MsgspecRouter:
     """The msgpack routes, on `tier`."""
-    dependencies = [Depends(touch)] if tier == "delegated" else []
+    dependencies = [Depends(delegating_dependency)] if tier == "delegated" else []
     router = router_class(dependencies=dependencies, msgpack=True)
 
     @router.post("/city")

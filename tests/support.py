@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, FastAPI
+import pydantic
+from fastapi import APIRouter, Depends, FastAPI, Query
 from fastapi.testclient import TestClient
 from twins import Twin
 
 from msgspec_fastapi import MsgspecRouter
+
+
+class NoFields(pydantic.BaseModel):
+    """A Pydantic query model without fields: it takes nothing from any request."""
+
+
+def delegating_dependency(_: Annotated[NoFields, Query()]) -> None:
+    """A dependency FastAPI must solve (a Pydantic parameter model is not ours to
+    validate): its presence keeps a route on the delegated tier, and it does nothing."""
 
 
 def client_for(
@@ -35,15 +45,14 @@ def assert_validation_error_shape(payload: Any, first_loc: str) -> None:
         assert isinstance(error["type"], str)
 
 
-def no_op() -> None:
-    """A dependency that does nothing; on a route it keeps the route off the direct tier."""
-
-
 def tier_router(twin: Twin, tier: str, **options: Any) -> MsgspecRouter:
     """A MsgspecRouter whose routes run on `twin`, on `tier`: "direct", or "delegated"
-    (every route gets a no-op dependency, so FastAPI solves dependencies for it)."""
+    (every route gets a dependency only FastAPI solves, so FastAPI solves them)."""
     if tier == "delegated":
-        options["dependencies"] = [Depends(no_op), *options.get("dependencies", ())]
+        options["dependencies"] = [
+            Depends(delegating_dependency),
+            *options.get("dependencies", ()),
+        ]
     return twin.router_class(**options)
 
 

@@ -14,7 +14,7 @@ import pydantic
 import pytest
 from fastapi import Body, Depends, File, Form, Header, HTTPException
 from fastapi.testclient import TestClient
-from support import assert_validation_error_shape, client_for
+from support import assert_validation_error_shape, client_for, delegating_dependency
 from twins import Twin
 
 from msgspec_fastapi import MsgspecRouter
@@ -374,7 +374,7 @@ def test_body_without_content_type_is_parsed_when_the_app_is_not_strict(
 def test_body_without_content_type_is_parsed_when_the_router_is_not_strict(
     tier: str, twin: Twin
 ) -> None:
-    dependencies = [Depends(lambda: None)] if tier == "delegated" else []
+    dependencies = [Depends(delegating_dependency)] if tier == "delegated" else []
     router = twin.router_class(strict_content_type=False, dependencies=dependencies)
 
     @router.post("/cities")
@@ -411,7 +411,7 @@ def test_strict_route_wins_over_a_lenient_app(router: MsgspecRouter) -> None:
 
 
 def test_strict_route_wins_over_a_lenient_router(tier: str, twin: Twin) -> None:
-    dependencies = [Depends(lambda: None)] if tier == "delegated" else []
+    dependencies = [Depends(delegating_dependency)] if tier == "delegated" else []
     router = twin.router_class(strict_content_type=False, dependencies=dependencies)
 
     async def create(city: City) -> str:
@@ -424,7 +424,7 @@ def test_strict_route_wins_over_a_lenient_router(tier: str, twin: Twin) -> None:
 
 
 def test_lenient_router_wins_over_a_strict_app(tier: str, twin: Twin) -> None:
-    dependencies = [Depends(lambda: None)] if tier == "delegated" else []
+    dependencies = [Depends(delegating_dependency)] if tier == "delegated" else []
     router = twin.router_class(strict_content_type=False, dependencies=dependencies)
 
     @router.post("/cities")

@@ -21,6 +21,7 @@ from fastapi.testclient import TestClient
 from openapi_spec_validator import validate
 from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
+from support import delegating_dependency
 from twins import Twin
 
 from msgspec_fastapi import MsgspecJSONResponse, MsgspecRouter, install_openapi
@@ -54,17 +55,13 @@ class VendorResponse(MsgspecJSONResponse):
     media_type = "application/vnd.cities+json"
 
 
-def no_op() -> None:
-    """Its presence alone moves a route to the delegated tier."""
-
-
 TIERS = ["direct", "delegated"]
 
 
 def router_for(twin: Twin, tier: str = "direct", **options: Any) -> MsgspecRouter:
     """A MsgspecRouter on `twin`, with a dependency on "delegated"."""
     if tier == "delegated":
-        options["dependencies"] = [*options.get("dependencies", ()), Depends(no_op)]
+        options["dependencies"] = [*options.get("dependencies", ()), Depends(delegating_dependency)]
     return twin.router_class(**options)
 
 

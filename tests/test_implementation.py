@@ -79,3 +79,10 @@ def test_suite_stops_when_the_expected_twin_is_not_the_one_loaded() -> None:
         f"{msgspec_fastapi.IMPLEMENTATION!r}"
     )
     assert (result.returncode, message in result.stdout + result.stderr) == (3, True)
+
+
+def test_each_twin_runs_dependency_plans_with_its_own_executor(twin: Twin) -> None:
+    executor = _impl.executor_for(twin.module)
+
+    assert executor.__name__ == _impl.EXECUTOR_MODULES[twin.name]
+    assert _impl.executor_compiled(executor) == (twin.name == "compiled")

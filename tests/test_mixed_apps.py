@@ -24,7 +24,7 @@ from fastapi.responses import JSONResponse
 from fastapi.testclient import TestClient
 from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from support import client_for
+from support import client_for, delegating_dependency
 from twins import Twin
 
 from msgspec_fastapi import MsgspecRouter
@@ -675,7 +675,7 @@ BIG_CITY = {"name": "x" * 200, "population": 1}
 
 
 def test_router_body_limit_rejects_a_larger_body_with_413(tier: str, twin: Twin) -> None:
-    dependencies = [Depends(lambda: None)] if tier == "delegated" else []
+    dependencies = [Depends(delegating_dependency)] if tier == "delegated" else []
     router = twin.router_class(max_body_size=100, dependencies=dependencies)
 
     @router.post("/cities")
@@ -728,7 +728,7 @@ def test_body_limit_413_is_sent_before_dependencies_run(twin: Twin) -> None:
 
 @needs_fastapi_body_limit
 def test_router_body_limit_answers_as_fastapi_does(tier: str, twin: Twin) -> None:
-    dependencies = [Depends(lambda: None)] if tier == "delegated" else []
+    dependencies = [Depends(delegating_dependency)] if tier == "delegated" else []
     ours = twin.router_class(prefix="/msgspec", max_body_size=100, dependencies=dependencies)
     plain = APIRouter(prefix="/plain", max_body_size=100)  # type: ignore[call-arg]
 

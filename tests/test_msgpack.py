@@ -25,6 +25,7 @@ from fastapi.responses import PlainTextResponse
 from msgpack_app import APPS, CITY, RECORD, SMALL_LIMIT, TIERS, route_tiers
 from openapi_spec_validator import validate
 from raw_asgi import Reply, request
+from support import delegating_dependency
 from twins import Twin
 
 from msgspec_fastapi import MsgspecRouter, install_openapi
@@ -69,10 +70,6 @@ OSLO = City("Oslo", 700000)
 # -- helpers ----------------------------------------------------------------------------------
 
 
-def touch() -> None:
-    """A dependency that does nothing; it moves a route to the delegated tier."""
-
-
 @pytest.fixture
 def routers(twin: Twin, tier: str) -> Iterator[Callable[..., MsgspecRouter]]:
     """`routers(**options)`: a new MsgspecRouter on `twin` whose routes run on `tier`.
@@ -83,7 +80,10 @@ def routers(twin: Twin, tier: str) -> Iterator[Callable[..., MsgspecRouter]]:
 
     def new(**options: Any) -> MsgspecRouter:
         if tier == "delegated":
-            options["dependencies"] = [Depends(touch), *options.get("dependencies", [])]
+            options["dependencies"] = [
+                Depends(delegating_dependency),
+                *options.get("dependencies", []),
+            ]
         router = twin.router_class(**options)
         made.append(router)
         return router
@@ -948,7 +948,7 @@ def test_json_response_of_a_msgpack_route_is_the_json_of_a_route_without_msgpack
 
 
 def injected_response_router(twin: Twin) -> MsgspecRouter:
-    """A msgpack router on `twin`; an injected Response puts its routes on the delegated tier."""
+    """A msgpack router on `twin` for routes that take an injected Response."""
     return twin.router_class(msgpack=True)
 
 

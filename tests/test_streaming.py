@@ -10,8 +10,8 @@ Struct, is the reference: status, headers, body bytes and the way the stream end
 the same.
 
 Every test runs on both twins (the `twin` fixture) and, where the tier can matter, on
-both tiers (`tier`: "delegated" gives every route a no-op dependency, as conftest's
-`router` fixture does; the reference router gets the same dependency). The apps are
+both tiers (`tier`: "delegated" gives every route a dependency only FastAPI solves, as
+conftest's `router` fixture does; the reference router gets the same dependency). The apps are
 driven with raw ASGI messages; the client stays connected (`then="wait"`) unless a test
 disconnects it, because Starlette's StreamingResponse stops a stream as soon as
 `receive` says `http.disconnect`.
@@ -44,6 +44,7 @@ from fastapi.exceptions import ResponseValidationError
 from fastapi.routing import iter_route_contexts
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 from raw_asgi import Message, Reply, body_messages, scope_for
+from support import delegating_dependency
 from twins import TWIN_NAMES, PerTwin, Twin
 
 from msgspec_fastapi import MsgspecRouter, install_openapi
@@ -91,13 +92,9 @@ Models = type[OURS] | type[THEIRS]
 JSONL = (b"content-type", b"application/jsonl")
 
 
-def no_op_dependency() -> None:
-    """Its presence alone moves a route off the direct tier."""
-
-
 def routers(twin: Twin, tier: str) -> tuple[MsgspecRouter, APIRouter]:
     """A MsgspecRouter on `twin` and a plain APIRouter, both with `tier`'s dependencies."""
-    dependencies = [Depends(no_op_dependency)] if tier == "delegated" else []
+    dependencies = [Depends(delegating_dependency)] if tier == "delegated" else []
     return (
         twin.router_class(dependencies=dependencies),
         APIRouter(dependencies=dependencies),
@@ -1059,7 +1056,7 @@ def test_sse_openapi_of_server_sent_events_has_the_plain_event_schema(twin: Twin
 def build_stream_app(twin: Twin) -> FastAPI:
     """A table of streaming endpoints, every one on `twin`, direct and delegated."""
     app = FastAPI()
-    for prefix, dependencies in (("/direct", []), ("/delegated", [Depends(no_op_dependency)])):
+    for prefix, dependencies in (("/direct", []), ("/delegated", [Depends(delegating_dependency)])):
         router = twin.router_class(dependencies=dependencies)
 
         @router.get("/typed")

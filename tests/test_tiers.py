@@ -1,8 +1,10 @@
 """The two tiers: which routes bypass FastAPI's request handler, and that both look alike.
 
-A route with nothing for FastAPI to solve (only body, path, query, header and cookie
-parameters, no dependencies) runs on the direct tier; any dependency or special parameter
-moves it to the delegated tier. Clients must not be able to tell the tiers apart.
+A route whose parameters and dependencies the request path can take (body, path, query,
+header and cookie parameters, dependencies at any level, Request, Response,
+BackgroundTasks, Security) runs on the direct tier; a dependency FastAPI must solve (a
+Pydantic parameter model, say) keeps it on the delegated tier. Clients must not be able
+to tell the tiers apart.
 """
 
 from typing import Annotated, Any
@@ -26,6 +28,7 @@ from fastapi.responses import PlainTextResponse
 from fastapi.security import APIKeyHeader
 from fastapi.testclient import TestClient
 from starlette.requests import HTTPConnection
+from support import delegating_dependency
 from twins import Twin
 
 from msgspec_fastapi import MsgspecRoute, MsgspecRouter
@@ -152,12 +155,12 @@ async def with_security(city: City, key: Annotated[str | None, Security(api_key)
         with_security,
     ],
 )
-def test_route_with_a_special_parameter_runs_delegated(endpoint: Any) -> None:
+def test_route_with_a_special_parameter_runs_direct(endpoint: Any) -> None:
     router = MsgspecRouter()
 
     router.add_api_route("/cities", endpoint, methods=["POST"])
 
-    assert only_route(router).tier == "delegated"
+    assert only_route(router).tier == "direct"
 
 
 @pytest.mark.parametrize(
@@ -182,20 +185,30 @@ def test_route_with_a_special_parameter_still_decodes_the_body(endpoint: Any, tw
     assert client.post("/cities", json={"name": "Oslo", "population": "1"}).status_code == 422
 
 
-def test_route_dependency_makes_the_route_delegated() -> None:
+def test_route_with_a_route_dependency_runs_direct() -> None:
     router = MsgspecRouter()
 
     @router.post("/cities", dependencies=[Depends(no_op)])
     async def create(city: City) -> City:
         return city
 
-    assert only_route(router).tier == "delegated"
+    assert only_route(router).tier == "direct"
 
 
-def test_router_dependency_makes_its_routes_delegated() -> None:
+def test_routes_of_a_router_with_dependencies_run_direct() -> None:
     router = MsgspecRouter(dependencies=[Depends(no_op)])
 
     @router.post("/cities")
+    async def create(city: City) -> City:
+        return city
+
+    assert only_route(router).tier == "direct"
+
+
+def test_dependency_fastapi_must_solve_makes_the_route_delegated() -> None:
+    router = MsgspecRouter()
+
+    @router.post("/cities", dependencies=[Depends(no_op), Depends(delegating_dependency)])
     async def create(city: City) -> City:
         return city
 
@@ -224,7 +237,7 @@ def test_direct_route_does_not_go_through_fastapi_dependency_solving(
 def test_delegated_route_goes_through_fastapi_dependency_solving(
     solved: list[Any], twin: Twin
 ) -> None:
-    router = twin.router_class(dependencies=[Depends(no_op)])
+    router = twin.router_class(dependencies=[Depends(delegating_dependency)])
 
     @router.post("/cities")
     async def create(city: City) -> City:
@@ -237,7 +250,23 @@ def test_delegated_route_goes_through_fastapi_dependency_solving(
     assert solved == [only_route(router).dependant.call]
 
 
-def test_app_dependency_makes_a_route_delegated_where_it_is_included(
+def test_route_with_dependencies_does_not_go_through_fastapi_dependency_solving(
+    solved: list[Any], twin: Twin
+) -> None:
+    router = twin.router_class(dependencies=[Depends(no_op)])
+
+    @router.post("/cities")
+    async def create(city: City, tasks: BackgroundTasks) -> City:
+        return city
+
+    app = FastAPI(dependencies=[Depends(no_op)])
+    app.include_router(router, dependencies=[Depends(no_op)])
+
+    assert TestClient(app).post("/cities", json=OSLO).json() == OSLO
+    assert solved == []
+
+
+def test_app_dependency_fastapi_must_solve_makes_a_route_delegated_where_it_is_included(
     solved: list[Any], twin: Twin
 ) -> None:
     router = twin.router_class()
@@ -246,7 +275,7 @@ def test_app_dependency_makes_a_route_delegated_where_it_is_included(
     async def create(city: City) -> City:
         return city
 
-    app = FastAPI(dependencies=[Depends(no_op)])
+    app = FastAPI(dependencies=[Depends(delegating_dependency)])
     app.include_router(router)
 
     assert TestClient(app).post("/cities", json=OSLO).json() == OSLO
@@ -262,7 +291,7 @@ def test_each_inclusion_gets_its_own_tier(solved: list[Any], twin: Twin) -> None
 
     app = FastAPI()
     app.include_router(router, prefix="/open")
-    app.include_router(router, prefix="/guarded", dependencies=[Depends(no_op)])
+    app.include_router(router, prefix="/guarded", dependencies=[Depends(delegating_dependency)])
     client = TestClient(app)
 
     assert client.post("/open/cities", json=OSLO).json() == OSLO
@@ -294,7 +323,8 @@ def test_nested_direct_route_does_not_go_through_fastapi_dependency_solving(
 
 
 def twin_app(twin: Twin) -> TestClient:
-    """The same endpoint at /direct/... and /delegated/..."""
+    """The same endpoint at /direct/..., /planned/... (direct, with a dependency) and
+    /delegated/..."""
 
     async def create(
         city_id: int,
@@ -314,14 +344,18 @@ def twin_app(twin: Twin) -> TestClient:
         return [City(name="Oslo", population=city_id)]
 
     direct = twin.router_class(prefix="/direct")
-    delegated = twin.router_class(prefix="/delegated", dependencies=[Depends(no_op)])
-    for router in (direct, delegated):
+    planned = twin.router_class(prefix="/planned", dependencies=[Depends(no_op)])
+    delegated = twin.router_class(
+        prefix="/delegated", dependencies=[Depends(delegating_dependency)]
+    )
+    for router in (direct, planned, delegated):
         router.add_api_route("/cities/{city_id}", create, methods=["POST"], status_code=201)
         router.add_api_route("/cities/{city_id}", listing, methods=["GET"])
-    assert only_route_tiers(direct) == {"direct"}
+    assert only_route_tiers(direct) == only_route_tiers(planned) == {"direct"}
     assert only_route_tiers(delegated) == {"delegated"}
     app = FastAPI()
     app.include_router(direct)
+    app.include_router(planned)
     app.include_router(delegated)
     return TestClient(app)
 
@@ -376,11 +410,13 @@ def test_both_tiers_give_the_same_response(case: str, twin: Twin) -> None:
     client = twin_app(twin)
 
     direct = client.request(method, "/direct" + url, **options)
+    planned = client.request(method, "/planned" + url, **options)
     delegated = client.request(method, "/delegated" + url, **options)
 
-    assert direct.status_code == delegated.status_code
-    assert direct.headers.items() == delegated.headers.items()
-    assert direct.content == delegated.content
+    for response in (planned, delegated):
+        assert direct.status_code == response.status_code
+        assert direct.headers.items() == response.headers.items()
+        assert direct.content == response.content
 
 
 def test_invalid_response_raises_the_same_response_validation_error_on_both_tiers(
@@ -389,10 +425,10 @@ def test_invalid_response_raises_the_same_response_validation_error_on_both_tier
     client = twin_app(twin)
     body = json_post({"name": "invalid", "population": 1})
     errors = {}
-    for prefix in ("/direct", "/delegated"):
+    for prefix in ("/direct", "/planned", "/delegated"):
         with pytest.raises(ResponseValidationError) as raised:
             client.post(prefix + "/cities/1", **body)
         errors[prefix] = raised.value.errors()
 
-    assert errors["/direct"] == errors["/delegated"]
+    assert errors["/direct"] == errors["/planned"] == errors["/delegated"]
     assert [error["type"] for error in errors["/direct"]] == ["value_error.msgspec"]

@@ -20,6 +20,7 @@ from fastapi.routing import iter_route_contexts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from raw_asgi import send_request
+from support import delegating_dependency
 from twins import PerTwin, Twin, outcome
 
 
@@ -54,10 +55,6 @@ RESULTS: list[Any] = [
 ]
 
 
-def touch() -> None:
-    """A dependency that forces the delegated tier."""
-
-
 def build_app(twin: Twin) -> FastAPI:
     cities = twin.router_class()
 
@@ -65,7 +62,7 @@ def build_app(twin: Twin) -> FastAPI:
     async def validate(batch: list[City]) -> dict[str, int]:
         return {"accepted": len(batch)}
 
-    @cities.post("/cities/search", dependencies=[Depends(touch)])
+    @cities.post("/cities/search", dependencies=[Depends(delegating_dependency)])
     def search(query: Filter, page: int = Query(1, ge=1)) -> list[City]:
         return [City(query.country, page)] * query.limit
 
@@ -77,7 +74,7 @@ def build_app(twin: Twin) -> FastAPI:
     async def many(pick: int = 0) -> list[City]:
         return RESULTS[pick % len(RESULTS)]
 
-    @cities.get("/delegated/{city_id}", dependencies=[Depends(touch)])
+    @cities.get("/delegated/{city_id}", dependencies=[Depends(delegating_dependency)])
     async def one_delegated(city_id: int, pick: int = 0) -> City | None:
         return RESULTS[pick % len(RESULTS)]
 

@@ -16,19 +16,25 @@ request path read its route-shaped attributes (`original_route`, `path_format`,
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Coroutine
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, asynccontextmanager
 from functools import cache
 from typing import Annotated, Any
 
+from anyio import CancelScope
+from anyio.lowlevel import checkpoint_if_cancelled
 from fastapi import Header
+from fastapi import concurrency as _fastapi_concurrency
 from fastapi import routing as _routing
 from fastapi import sse as _sse
+from fastapi.dependencies import models as _dep_models
+from fastapi.dependencies import utils as _dep_utils
 from fastapi.dependencies import utils as _dependency_utils
 from fastapi.dependencies.utils import get_dependant, request_params_to_args
 from fastapi.dependencies.utils import solve_dependencies as _solve_dependencies
-from fastapi.exceptions import RequestValidationError
+from fastapi.exceptions import FastAPIError, RequestValidationError
 from fastapi.openapi import utils as _openapi_utils
 from fastapi.telemetry import _api as _telemetry
 from pydantic import BaseModel
@@ -400,6 +406,181 @@ def sse_ping_interval() -> float:
 
 
 SSE_EVENT_SCHEMA: dict[str, Any] = _sse._SSE_EVENT_SCHEMA
+
+
+# -- dependencies: what the dependency plan (`_depplan`, `_depexec`) reads --------------
+# Every name below checked against FastAPI 0.142.2 and 0.165.0.
+
+# The Dependant fields the plan knows; a FastAPI that adds one keeps its routes delegated.
+KNOWN_DEPENDANT_FIELDS = frozenset(
+    {
+        "path_params",
+        "query_params",
+        "header_params",
+        "cookie_params",
+        "body_params",
+        "dependencies",
+        "name",
+        "call",
+        "request_param_name",
+        "websocket_param_name",
+        "http_connection_param_name",
+        "response_param_name",
+        "background_tasks_param_name",
+        "security_scopes_param_name",
+        "own_oauth_scopes",
+        "parent_oauth_scopes",
+        "use_cache",
+        "path",
+        "scope",
+        "concurrency",  # 0.165 (max_concurrency)
+    }
+)
+
+# Where FastAPI's request_response keeps a request's two dependency exit stacks.
+REQUEST_STACK_KEY = "fastapi_inner_astack"
+FUNCTION_STACK_KEY = "fastapi_function_astack"
+
+# Typed loosely: 0.165 takes the request (for its per-request cleanup cancel scope, read
+# through `request.scope` only), 0.142.2 does not.
+_solve_generator: Any = _dep_utils._solve_generator
+_SOLVE_GENERATOR_TAKES_REQUEST = "request" in inspect.signature(_solve_generator).parameters
+
+
+def dependant_fields(dependant: Any) -> frozenset[str]:
+    """The fields of a Dependant (a slotted dataclass in both versions)."""
+    return frozenset(field.name for field in dataclasses.fields(dependant))
+
+
+def dependency_cache_key(dependant: Any) -> Any:
+    """FastAPI's per-request cache key of a dependency: (call, scopes, computed scope)."""
+    return _dep_models._get_cache_key(dependant=dependant)
+
+
+def oauth_scopes(dependant: Any) -> list[str]:
+    """The security scopes of a dependant: its parents', then its own new ones."""
+    return _dep_models._get_oauth_scopes(dependant=dependant)
+
+
+def is_gen_callable(call: Any) -> bool:
+    return bool(_dep_models._is_gen_callable(call))
+
+
+def is_async_gen_callable(call: Any) -> bool:
+    return bool(_dep_models._is_async_gen_callable(call))
+
+
+def is_coroutine_callable(call: Any) -> bool:
+    return bool(_dep_models._is_coroutine_callable(call))
+
+
+def rebuild_dependant(sub: Any, call: Any) -> Any:
+    """What solve_dependencies makes of a sub-dependant while any override is set: a new
+    Dependant of `call` (the override, or the original) under the original's name, scope,
+    concurrency and merged security scopes."""
+    kwargs: dict[str, Any] = {}
+    if "concurrency" in dependant_fields(sub):
+        kwargs["concurrency"] = sub.concurrency
+    return _dep_utils.get_dependant(
+        path=sub.path,
+        call=call,
+        name=sub.name,
+        parent_oauth_scopes=oauth_scopes(sub),
+        scope=sub.scope,
+        **kwargs,
+    )
+
+
+class _ScopeOnly:
+    """What FastAPI 0.165's _solve_generator reads of the request: its scope."""
+
+    __slots__ = ("scope",)
+
+    def __init__(self, scope: Scope) -> None:
+        self.scope = scope
+
+
+# 0.165 shields the teardown of async generator dependencies (none before).
+_shielded_exit: Any = getattr(_fastapi_concurrency, "_asynccontextmanager_with_shielded_exit", None)
+_CLEANUP_SCOPES_KEY = "fastapi_async_cleanup_scopes"
+
+
+class _ShieldedExit:
+    """FastAPI 0.165's `_asynccontextmanager_with_shielded_exit` around an async generator
+    dependency's context manager, as one exit callback instead of a second context
+    manager: the request's cleanup cancel scope shielded during the teardown, its shield
+    restored to what it was at set-up, then a pending cancellation delivered (only when
+    no exception leaves the teardown), in FastAPI's order."""
+
+    __slots__ = ("cleanup_scope", "cm", "was_shielded")
+
+    def __init__(self, cm: Any, cleanup_scope: CancelScope, was_shielded: bool) -> None:
+        self.cm = cm
+        self.cleanup_scope = cleanup_scope
+        self.was_shielded = was_shielded
+
+    async def __call__(self, typ: Any, exc: Any, tb: Any) -> bool:
+        self.cleanup_scope.shield = True
+        try:
+            suppressed = bool(await self.cm.__aexit__(typ, exc, tb))
+        finally:
+            self.cleanup_scope.shield = self.was_shielded
+        if typ is None or suppressed:
+            await checkpoint_if_cancelled()
+        return suppressed
+
+
+async def _enter_shielded(call: Any, stack: Any, values: dict[str, Any], scope: Scope) -> Any:
+    """`_solve_generator`'s steps for an async generator without a concurrency limit on
+    0.165, with the shielded exit as `_ShieldedExit`."""
+    cm = asynccontextmanager(call)(**values)
+    cleanup_scopes = scope.setdefault(_CLEANUP_SCOPES_KEY, {})
+    request_stack = scope[REQUEST_STACK_KEY]
+    cleanup_scope = cleanup_scopes.get(request_stack)
+    if cleanup_scope is None:
+        # Entered before the first async generator, so that it encloses their scopes.
+        cleanup_scope = request_stack.enter_context(CancelScope())
+        cleanup_scopes[request_stack] = cleanup_scope
+        request_stack.callback(cleanup_scopes.pop, request_stack)
+    was_shielded = cleanup_scope.shield
+    value = await cm.__aenter__()
+    stack.push_async_exit(_ShieldedExit(cm, cleanup_scope, was_shielded))
+    return value
+
+
+async def solve_generator(dependant: Any, stack: Any, values: dict[str, Any], scope: Scope) -> Any:
+    """Enter a generator dependency on `stack` exactly as solve_dependencies does: FastAPI's
+    own context-manager wrappers (threadpool, shielded exit, concurrency limit), the
+    shielded exit of a plain async generator as `_ShieldedExit`."""
+    if (
+        _shielded_exit is not None
+        and getattr(dependant, "concurrency", None) is None
+        and is_async_gen_callable(dependant.call)
+    ):
+        return await _enter_shielded(dependant.call, stack, values, scope)
+    return await fastapi_solve_generator(dependant, stack, values, scope)
+
+
+async def fastapi_solve_generator(
+    dependant: Any, stack: Any, values: dict[str, Any], scope: Scope
+) -> Any:
+    """FastAPI's own `_solve_generator` (for every case, and for tests of ours)."""
+    if _SOLVE_GENERATOR_TAKES_REQUEST:
+        return await _solve_generator(
+            dependant=dependant, stack=stack, sub_values=values, request=_ScopeOnly(scope)
+        )
+    return await _solve_generator(dependant=dependant, stack=stack, sub_values=values)
+
+
+def response_not_awaited() -> Exception:
+    """FastAPI's error when a request-scope generator swallowed the handler's exception."""
+    return FastAPIError(
+        "Response not awaited. There's a high chance that the "
+        "application code is raising an exception and a dependency with yield "
+        "has a block with a bare except, or a block with except Exception, "
+        "and is not raising the exception again. Read more about it in the "
+        "docs: https://fastapi.tiangolo.com/tutorial/dependencies/dependencies-with-yield/#dependencies-with-yield-and-except"
+    )
 
 
 # -- telemetry: FastAPI's own reporting of a route (`FastAPI(telemetry=...)`) ------------

@@ -78,6 +78,11 @@ class _StandInBase:
         else:
             self._instead = lambda: UNDECODED
 
+    @property
+    def takes(self) -> Takes | None:
+        """What it fills in (None: nothing, it only leads to dependencies that do)."""
+        return self._takes
+
     def _ready(self, values: dict[str, Any]) -> bool:
         """Fill in `values`; False when the dependency must not be called."""
         if any(value is UNDECODED for value in values.values()):
@@ -370,3 +375,10 @@ def refuse_inclusion_dependencies(dependencies: Sequence[Any]) -> None:
         "dependencies of an include_router() call or of the including router; declare "
         "the dependency on the route, or on the router the route is added to"
     )
+
+
+def unwrap_stand_in(call: Any) -> tuple[Any, Takes | None] | None:
+    """(the dependency, what its stand-in fills in) when `call` is a stand-in, else None."""
+    if isinstance(call, _StandInBase):
+        return call.__wrapped__, call.takes
+    return None

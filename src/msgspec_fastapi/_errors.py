@@ -11,25 +11,33 @@ from ._types import is_coroutine_endpoint
 
 
 async def handle_route_exception(
-    exc: Exception, scope: Scope, receive: Receive, send: Send, started: bool, raw: bytes | None
+    exc: Exception,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    started: bool,
+    raw: bytes | None,
+    request: Request | None = None,
 ) -> None:
     """Give `exc` to the application's handler for it, or raise it on.
 
     FastAPI routes handle exceptions inside the route (so that a route-level body limit
     and the dependency exit stacks see the handled response); the direct tier does the
-    same, with Starlette's lookup of the handler. `raw` is the body the request path
-    read (None if it read none): the handler's Request returns it from `body()`, as
-    FastAPI's handler gets the route's Request with the body it read, where reading
-    `receive` again would wait for a body already taken.
+    same, with Starlette's lookup of the handler. The handler gets `request` when the
+    route made one (its dependencies and endpoint saw that object), else a new one; `raw`
+    is the body the request path read (None if it read none): the new Request returns it
+    from `body()`, as FastAPI's handler gets the route's Request with the body it read,
+    where reading `receive` again would wait for a body already taken.
     """
     handler = exception_handler(scope, exc)
     if handler is None:
         raise exc
     if started:
         raise RuntimeError("Caught handled exception, but response already started.") from exc
-    request = Request(scope, receive, send)
-    if raw is not None:
-        cache_request_body(request, raw)
+    if request is None:
+        request = Request(scope, receive, send)
+        if raw is not None:
+            cache_request_body(request, raw)
     if is_coroutine_endpoint(handler):
         response = await handler(request, exc)
     else:

@@ -742,7 +742,7 @@ cdef class RouteRuntime:
 
     # -- direct tier ----------------------------------------------------------------
 
-    cdef tuple extract_params(self, dict scope):
+    cpdef tuple extract_params(self, dict scope):
         cdef dict values = {}
         cdef list errors = []
         cdef list query = None

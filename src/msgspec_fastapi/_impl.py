@@ -29,6 +29,22 @@ else:
 IMPLEMENTATION: str = twin.IMPLEMENTATION
 
 
+# The executor of dependency plans each twin runs: one source, `_depexec.py`, run as it
+# is by the pure twin and compiled by Cython as `_depexec_c` for the compiled one (where
+# the extension was not built, `_depexec_c` is that same source run as Python).
+EXECUTOR_MODULES = {"compiled": "msgspec_fastapi._depexec_c", "pure": "msgspec_fastapi._depexec"}
+
+
+def executor_for(twin: ModuleType) -> ModuleType:
+    """The dependency-plan executor that goes with `twin`."""
+    return importlib.import_module(EXECUTOR_MODULES[twin.IMPLEMENTATION])
+
+
+def executor_compiled(module: ModuleType) -> bool:
+    """Whether an executor module is the Cython-compiled one."""
+    return not (module.__file__ or "").endswith(".py")
+
+
 def load_twin(name: str) -> ModuleType | None:
     """The twin called `name` ("compiled" or "pure"), or None where it does not import.
 
@@ -40,4 +56,12 @@ def load_twin(name: str) -> ModuleType | None:
         return None
 
 
-__all__ = ["IMPLEMENTATION", "TWIN_MODULES", "load_twin", "twin"]
+__all__ = [
+    "EXECUTOR_MODULES",
+    "IMPLEMENTATION",
+    "TWIN_MODULES",
+    "executor_compiled",
+    "executor_for",
+    "load_twin",
+    "twin",
+]

@@ -117,6 +117,18 @@ PARAM_HEADER = 2
 PARAM_COOKIE = 3
 PARAM_FORM = 4  # a form model (never a direct-tier parameter)
 
+# How a dependency plan's step is called (`_depplan.Step.kind`): awaited, in the threadpool,
+# or entered as a generator on an exit stack (for the endpoint: called, making a stream).
+DEP_ASYNC = 0
+DEP_THREAD = 1
+DEP_GENERATOR = 2
+
+# The special objects a step may receive (`_depplan.Step.specials`).
+SPECIAL_REQUEST = 0  # the request (Request or HTTPConnection)
+SPECIAL_RESPONSE = 1  # the sub-response whose status and headers the response takes
+SPECIAL_BACKGROUND = 2  # the background tasks run after the response
+SPECIAL_SCOPES = 3  # a new SecurityScopes with the step's scopes
+
 # Digit strings this short fit in a signed 64-bit integer, so the compiled twin reads int
 # parameters made of them without overflow checks; longer ones take the converter.
 FAST_DIGITS_MAX = 18

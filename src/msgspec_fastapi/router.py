@@ -30,6 +30,7 @@ from starlette.responses import Response
 
 from . import _compat, _impl
 from ._depends import UNDECODED_KEY, DependencyTree, refuse_inclusion_dependencies
+from ._depplan import build_plan
 from ._openapi import merge_components, mixed_request_body, route_openapi
 from ._params import direct_param_specs, prepare_dependant
 from ._plan import (
@@ -313,36 +314,78 @@ class MsgspecRoute(APIRoute):
         # while FastAPI built its handler.
         wrapped = target.dependant.call is not self.msgspec_wrapper
         output, respond_as = self._output_for(spec.output, target.response_class)
+        may_run_direct = (
+            spec.form is None and respond_as == _RESPOND_MSGSPEC and not (own_handler or wrapped)
+        )
         plan = RoutePlan(
             body=body,
             output=output,
             strict_content_type=bool(_resolve(target.strict_content_type)),
             status_code=target.status_code or 200,
             # A form is parsed FastAPI's way, on the delegated tier.
-            direct=(
-                _direct_plan(spec, output, target)
-                if spec.form is None
-                and respond_as == _RESPOND_MSGSPEC
-                and not (own_handler or wrapped)
-                else None
-            ),
+            direct=_direct_plan(spec, output, target) if may_run_direct else None,
             max_body_size=self._own_limit(),
             models=spec.models,
             form=spec.form,
         )
         runtime = self.twin.RouteRuntime(plan)
-        direct = None
+        handler = self._handler(
+            spec, plan, runtime, target, handler, body, single, respond_as, wrapped, own_handler
+        )
+        app: Any = None
         if plan.direct is not None:
-            direct = _compat.wrap_body_limit(runtime, getattr(target, "max_body_size", None))
+            app = runtime
+        elif may_run_direct and output is not None:
+            # Dependencies, special parameters: run from a plan where it can be built.
+            app = self._dependency_route(spec, plan, runtime, target, handler)
+        direct = None
+        if app is not None:
+            direct = _compat.wrap_body_limit(app, getattr(target, "max_body_size", None))
+        if plan.direct is not None:
+            # The requests FastAPI's telemetry observes (`RouteRuntime.traced_app`).
+            runtime.traced_app = _compat.route_app(handler)
         setattr(target, DIRECT_ATTR, direct)
+        return handler
 
-        def served(handler: Handler) -> Handler:
-            """`handler`, which a direct-tier route's runtime hands the requests FastAPI's
-            telemetry observes (`RouteRuntime.traced_app`)."""
-            if direct is not None:
-                runtime.traced_app = _compat.route_app(handler)
-            return handler
+    def _dependency_route(
+        self,
+        spec: EndpointSpec,
+        plan: RoutePlan,
+        runtime: Any,
+        target: Any,
+        handler: Handler,
+    ) -> Any:
+        """The direct tier's app for a route with dependencies, or None when its
+        dependencies cannot be planned (then FastAPI solves them)."""
+        root = target.dependant
+        twin = self.twin
 
+        def build(overrides: Any) -> Any:
+            return build_plan(root, spec, overrides, twin.RouteRuntime)
+
+        dependency_plan, _ = build(None)
+        if dependency_plan is None:
+            return None
+        provider = getattr(target, "dependency_overrides_provider", None)
+        executor = _impl.executor_for(twin)
+        return executor.DependencyRoute(
+            runtime, plan, dependency_plan, build, provider, _compat.route_app(handler)
+        )
+
+    def _handler(
+        self,
+        spec: EndpointSpec,
+        plan: RoutePlan,
+        runtime: Any,
+        target: Any,
+        handler: Handler,
+        body: Any,
+        single: str | None,
+        respond_as: int,
+        wrapped: bool,
+        own_handler: bool,
+    ) -> Handler:
+        """The delegated tier's handler: FastAPI's, behind the request path's body."""
         has_models = bool(spec.models)
         respond: Callable[..., Any] | None = None
         if respond_as == _RESPOND_MSGSPEC:
@@ -409,7 +452,7 @@ class MsgspecRoute(APIRoute):
                 models, model_errors = gather_models(request.scope)
                 return await delegate(request, None, None, models, model_errors)
 
-            return served(handle)
+            return handle
 
         reads_raw = plan.max_body_size >= 0 and not own_handler
         checks_size = plan.max_body_size >= 0 and own_handler
@@ -432,7 +475,7 @@ class MsgspecRoute(APIRoute):
             models, model_errors = gather_models(request.scope)
             return await delegate(request, body, raw, models, model_errors)
 
-        return served(handle_with_body)
+        return handle_with_body
 
     @staticmethod
     def _output_for(

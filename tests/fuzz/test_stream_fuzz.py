@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from raw_asgi import run_on_one_loop as run
 from raw_asgi import send_request
+from support import delegating_dependency
 from twins import PerTwin, Twin
 
 TIERS = ("direct", "delegated")
@@ -37,14 +38,10 @@ class Point(msgspec.Struct):
 ITEMS: list[Any] = []
 
 
-def touch() -> None:
-    """Moves a route to the delegated tier."""
-
-
 def build(twin: Twin) -> FastAPI:
     app = FastAPI()
     for tier in TIERS:
-        dependencies = [Depends(touch)] if tier == "delegated" else []
+        dependencies = [Depends(delegating_dependency)] if tier == "delegated" else []
         router = twin.router_class(dependencies=dependencies)
 
         @router.get("/lines")

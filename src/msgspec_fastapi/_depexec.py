@@ -1,0 +1,365 @@
+"""The request path of a route with dependencies: the direct tier's ASGI app for it.
+
+`DependencyRoute(runtime, plan, ...)` executes the route's `_depplan.DepPlan` per request
+as FastAPI's `request_response` and `get_request_handler` would run the route: the body
+read and checked first (415, 400 and 413 before any dependency runs), the steps in
+order with FastAPI's per-request cache, errors of every step collected in FastAPI's order
+and one `RequestValidationError` raised when any failed (a step whose subtree failed is
+not called; its siblings are), generators entered with FastAPI's own wrappers on FastAPI's
+two exit stacks (the function stack closed before the response is sent, the request stack
+after it and its background tasks), the endpoint, the response with the status, headers
+and background tasks dependencies gave it, and exceptions handed to the application's
+handlers with the request the dependencies saw.
+
+Per request nothing is inspected or derived: the `Request`, the sub-response, the
+background tasks and the stacks are made only when the plan says a step needs them.
+`app.dependency_overrides` is read per request; each override set gets a plan of its own,
+built once and reused while the overrides resolve as they did (`plan_for`). A request
+with a live telemetry record, or an override set the plan cannot reproduce, goes to
+FastAPI's own handler for the route (`delegated`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from typing import Any
+
+from fastapi.background import BackgroundTasks
+from fastapi.security import SecurityScopes
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
+
+from ._compat import (
+    FUNCTION_STACK_KEY,
+    REQUEST_STACK_KEY,
+    cache_request_body,
+    response_not_awaited,
+    solve_generator,
+)
+from ._depplan import DepPlan, Step
+from ._errors import handle_route_exception
+from ._plan import RoutePlan
+from ._shared import (
+    DEP_ASYNC,
+    DEP_GENERATOR,
+    MISSING,
+    SPECIAL_BACKGROUND,
+    SPECIAL_REQUEST,
+    SPECIAL_RESPONSE,
+    TELEMETRY_SCOPE_KEY,
+    ClientDisconnect,
+    RequestValidationError,
+)
+from ._validation import received_body
+
+# Plans per route for override sets seen lately; older ones are rebuilt when needed.
+PLANS_PER_ROUTE = 8
+
+
+class RequestState:
+    """One request as its steps see it: what was read, and the objects made on need."""
+
+    __slots__ = (
+        "body",
+        "raw",
+        "receive",
+        "request",
+        "scope",
+        "send",
+        "skipped",
+        "started",
+        "sub",
+        "tasks",
+    )
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.scope = scope
+        self.receive = receive
+        self.send = send
+        self.body: Any = None
+        self.raw: bytes | None = None
+        self.request: Request | None = None
+        self.sub: Response | None = None
+        self.tasks: BackgroundTasks | None = None
+        self.started = False
+        # Steps that cannot be called for want of a body part another part's error kept
+        # from being decoded; counted with the errors, so that their parents skip too.
+        self.skipped = 0
+
+    def get_request(self) -> Request:
+        request = self.request
+        if request is None:
+            request = self.request = Request(self.scope, self.receive, self.send)
+            if self.raw is not None:
+                cache_request_body(request, self.raw)  # what request.body() returns
+        return request
+
+    def get_sub_response(self) -> Response:
+        sub = self.sub
+        if sub is None:
+            # FastAPI's: no content-length of its own, no status until one is set.
+            sub = self.sub = Response()
+            del sub.headers["content-length"]
+            sub.status_code = None  # type: ignore[assignment]
+        return sub
+
+    def get_tasks(self) -> BackgroundTasks:
+        tasks = self.tasks
+        if tasks is None:
+            tasks = self.tasks = BackgroundTasks()
+        return tasks
+
+    def track(self, message: Message) -> Awaitable[None]:
+        """`send`, noting when the response has started (for the exception handlers)."""
+        if message["type"] == "http.response.start":
+            self.started = True
+        return self.send(message)
+
+
+def arguments(
+    step: Step, values: list[Any], errors: list[Any], state: RequestState
+) -> dict[str, Any]:
+    """A step's arguments in FastAPI's order; its parameters' errors go to `errors`."""
+    kwargs: dict[str, Any] = {}
+    for name, index in step.steps:
+        kwargs[name] = values[index]
+    params = step.params
+    if params is not None:
+        found, problems = params.extract_params(state.scope)
+        if step.has_models:
+            params.extract_models(state.scope, found, problems)
+        if problems:
+            errors.extend(problems)
+        kwargs.update(found)
+    if step.body:
+        body = state.body
+        if type(body) is RequestValidationError:
+            own = body_errors(body, step.body_keys)
+            if own:
+                errors.extend(own)
+            else:
+                state.skipped += 1
+        else:
+            for name, key in step.body:
+                kwargs[name] = body if key is None else body[key]
+    for name, source, scopes in step.specials:
+        if source == SPECIAL_REQUEST:
+            kwargs[name] = state.get_request()
+        elif source == SPECIAL_RESPONSE:
+            kwargs[name] = state.get_sub_response()
+        elif source == SPECIAL_BACKGROUND:
+            kwargs[name] = state.get_tasks()
+        else:
+            kwargs[name] = SecurityScopes(scopes=list(scopes))
+    return kwargs
+
+
+def body_errors(body: RequestValidationError, keys: frozenset[str] | None) -> list[Any]:
+    """The errors of an invalid body that belong to the parts a step takes: all of them
+    for a body that is not embedded, else those under its keys and the whole body's."""
+    errors = body.errors()
+    if keys is None:
+        return list(errors)
+    return [error for error in errors if len(error["loc"]) < 2 or error["loc"][1] in keys]
+
+
+async def call_step(step: Step, kwargs: dict[str, Any], scope: Scope) -> Any:
+    kind = step.kind
+    if kind == DEP_GENERATOR:
+        stack = scope[FUNCTION_STACK_KEY if step.function_stack else REQUEST_STACK_KEY]
+        return await solve_generator(step.dependant, stack, kwargs, scope)
+    concurrency = step.concurrency
+    if concurrency is not None:
+        async with concurrency.get_semaphore():
+            if kind == DEP_ASYNC:
+                return await step.call(**kwargs)
+            return await run_in_threadpool(step.call, **kwargs)
+    if kind == DEP_ASYNC:
+        return await step.call(**kwargs)
+    return await run_in_threadpool(step.call, **kwargs)
+
+
+class DependencyRoute:
+    """The direct tier's ASGI app for one route (one place it is included) with
+    dependencies; see the module docstring."""
+
+    __slots__ = (
+        "build",
+        "checks_length",
+        "delegated",
+        "has_body",
+        "plan",
+        "plans",
+        "provider",
+        "runtime",
+    )
+
+    def __init__(
+        self,
+        runtime: Any,
+        route_plan: RoutePlan,
+        plan: DepPlan,
+        build: Callable[[Any], tuple[DepPlan | None, tuple[tuple[Any, Any], ...]]],
+        provider: Any,
+        delegated: Callable[[Scope, Receive, Send], Awaitable[None]],
+    ) -> None:
+        self.runtime = runtime
+        self.plan = plan
+        self.build = build  # the plan under an override set
+        self.provider = provider  # whose dependency_overrides apply (the app), or None
+        self.delegated = delegated  # FastAPI's handler for the route, as an ASGI app
+        self.has_body = route_plan.body is not None
+        # Where the request path enforces the body limit (FastAPI before 0.164).
+        self.checks_length = route_plan.max_body_size >= 0
+        self.plans: list[tuple[tuple[tuple[Any, Any], ...], DepPlan | None]] = []
+
+    def plan_for(self, overrides: Any) -> DepPlan | None:
+        """The plan under these overrides: a recent one whose lookups all resolve as they
+        did when it was built (so the build would make the same plan), else a new one."""
+        plans = self.plans
+        for i in range(len(plans)):
+            probes, plan = plans[i]
+            holds = True
+            for call, resolved in probes:
+                try:
+                    if overrides.get(call, call) is not resolved:
+                        holds = False
+                        break
+                except TypeError:  # an unhashable key: FastAPI fails on it too
+                    return None
+            if holds:
+                if i:
+                    plans.insert(0, plans.pop(i))
+                return plan
+        try:
+            plan, probes = self.build(overrides)
+        except Exception:  # whatever FastAPI makes of these overrides, it makes per request
+            return None
+        plans.insert(0, (probes, plan))
+        del plans[PLANS_PER_ROUTE:]
+        return plan
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get(TELEMETRY_SCOPE_KEY) is not None:
+            return await self.delegated(scope, receive, send)
+        plan: DepPlan | None = self.plan
+        provider = self.provider
+        if provider is not None:
+            overrides = provider.dependency_overrides
+            if overrides:
+                plan = self.plan_for(overrides)
+                if plan is None:
+                    return await self.delegated(scope, receive, send)
+        assert plan is not None
+        state = RequestState(scope, receive, send)
+        runtime = self.runtime
+        error: Exception | None = None
+        try:
+            if self.has_body:
+                try:
+                    state.raw = await runtime.read_raw(scope, receive)
+                except ClientDisconnect:
+                    return None  # the client left mid-body: nothing to answer or raise
+                # 415 and 400 here, before any dependency runs.
+                state.body = runtime.parse_body(scope, state.raw)
+            elif self.checks_length:
+                runtime.check_declared_length(scope["headers"])
+            if plan.uses_stacks:
+                await self.run_in_stacks(plan, state)
+            else:
+                response = await self.solve(plan, state)
+                await response(scope, receive, state.track)
+        except Exception as exc:
+            error = exc
+        if error is not None:
+            await handle_route_exception(
+                error, scope, receive, send, state.started, state.raw, state.request
+            )
+        return None
+
+    async def run_in_stacks(self, plan: DepPlan, state: RequestState) -> None:
+        """As FastAPI's request_response: the handler inside the function stack inside
+        the request stack, the response sent between their closings."""
+        scope = state.scope
+        response: Response | None = None
+        response_awaited = False
+        async with AsyncExitStack() as request_stack:
+            scope[REQUEST_STACK_KEY] = request_stack
+            async with AsyncExitStack() as function_stack:
+                scope[FUNCTION_STACK_KEY] = function_stack
+                response = await self.solve(plan, state)
+            if response is None:
+                # A function-scope generator swallowed the exception: FastAPI reads its
+                # unbound `response` here.
+                raise UnboundLocalError(
+                    "cannot access local variable 'response' where it is not associated "
+                    "with a value"
+                )
+            await response(scope, state.receive, state.track)
+            response_awaited = True
+        if not response_awaited:
+            raise response_not_awaited()
+
+    async def solve(self, plan: DepPlan, state: RequestState) -> Response:
+        """The steps, then the endpoint: its response, or the RequestValidationError."""
+        steps = plan.steps
+        count = len(steps)
+        values: list[Any] = [None] * count
+        marks = [0] * count
+        cache: list[Any] = [MISSING] * plan.n_keys
+        errors: list[Any] = []
+        scope = state.scope
+        for i in range(count):
+            step = steps[i]
+            marks[i] = len(errors) + state.skipped
+            kwargs = arguments(step, values, errors, state)
+            if len(errors) + state.skipped > marks[step.first]:
+                continue  # its subtree failed: FastAPI does not call it
+            key = step.key
+            if step.use_cache:
+                cached = cache[key]
+                if cached is not MISSING:
+                    values[i] = cached
+                    continue
+            kind = step.kind
+            if step.concurrency is not None or kind == DEP_GENERATOR:
+                result = await call_step(step, kwargs, scope)
+            elif kind == DEP_ASYNC:
+                result = await step.call(**kwargs)
+            else:
+                result = await run_in_threadpool(step.call, **kwargs)
+            values[i] = result
+            if cache[key] is MISSING:
+                cache[key] = result
+        endpoint = plan.endpoint
+        kwargs = arguments(endpoint, values, errors, state)
+        if errors:
+            body = state.body
+            if type(body) is RequestValidationError:
+                raise RequestValidationError(errors, body=body.body)
+            raise RequestValidationError(errors, body=received_body(state.raw))
+        kind = endpoint.kind
+        if kind == DEP_GENERATOR:
+            result = endpoint.call(**kwargs)
+        elif kind == DEP_ASYNC:
+            result = await endpoint.call(**kwargs)
+        else:
+            result = await run_in_threadpool(endpoint.call, **kwargs)
+        tasks = state.tasks
+        if isinstance(result, Response):
+            if result.background is None:
+                result.background = tasks
+            return result
+        sub = state.sub
+        if sub is None:
+            response = self.runtime.respond(result, None, [], scope["headers"])
+        else:
+            response = self.runtime.respond(
+                result, sub.status_code, sub.raw_headers, scope["headers"]
+            )
+        if tasks is not None:
+            response.background = tasks
+        return response  # type: ignore[no-any-return]

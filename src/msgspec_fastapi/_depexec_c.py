@@ -1,0 +1,1 @@
+_depexec.py

@@ -1,0 +1,296 @@
+"""Registration: a route's dependencies flattened into the steps FastAPI takes.
+
+`build_plan` walks the route's own FastAPI `Dependant` (the endpoint wrapper, with the
+app's, the inclusions', the router's and the route's `dependencies=` in front) exactly as
+`solve_dependencies` recurses through it, and records instead of running: one `Step` per
+occurrence of a dependency, in FastAPI's post-order, each with its callable and kind
+(decided by FastAPI's own tests), its cache slot (FastAPI's cache keys grouped by
+equality), its exit stack, and where each argument comes from. The request path
+(`_depexec`) only executes the steps.
+
+Whatever the plan cannot reproduce exactly gives None, and the route (or, for an override
+set, the request) stays with FastAPI: Pydantic-typed or otherwise unconverted parameters,
+FastAPI body fields (Pydantic bodies, Form, File), WebSocket parameters, a Dependant field
+this module does not know (a newer FastAPI), a dependency FastAPI cannot build.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import msgspec
+
+from . import _compat
+from ._depends import unwrap_stand_in
+from ._models import ModelPlan
+from ._params import direct_param_specs, prepare_dependant
+from ._plan import DirectPlan, EndpointSpec, RoutePlan
+from ._shared import (
+    DEP_ASYNC,
+    DEP_GENERATOR,
+    DEP_THREAD,
+    SPECIAL_BACKGROUND,
+    SPECIAL_REQUEST,
+    SPECIAL_RESPONSE,
+    SPECIAL_SCOPES,
+    STREAM_NONE,
+)
+
+
+class Refused(Exception):
+    """Something in the tree the plan cannot reproduce exactly."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One call FastAPI makes while solving (or the endpoint, last).
+
+    Its arguments, in FastAPI's order: earlier steps' values (`steps`), then path, query,
+    header and cookie parameters and parameter models (extracted by `params`, a request
+    path runtime of the route's twin, or None), then body parts, then special objects.
+    """
+
+    call: Callable[..., Any]
+    kind: int  # DEP_ASYNC, DEP_THREAD or DEP_GENERATOR
+    dependant: Any  # the Dependant FastAPI's generator wrappers are given
+    key: int  # cache slot
+    use_cache: bool
+    first: int  # the first step of its subtree: its subtree is steps[first:i + 1]
+    function_stack: bool  # a generator on the function-scope stack (else the request's)
+    concurrency: Any  # FastAPI 0.165's max_concurrency limiter, or None
+    steps: tuple[tuple[str, int], ...]  # (argument, index of the step whose value it is)
+    params: Any
+    has_models: bool
+    # (argument, key of an embedded body's part or None for the whole body)
+    body: tuple[tuple[str, str | None], ...]
+    # The encoded keys of its body parts (None: the whole body), to pick its errors.
+    body_keys: frozenset[str] | None
+    specials: tuple[tuple[str, int, tuple[str, ...]], ...]  # (argument, SPECIAL_*, scopes)
+
+
+@dataclass(frozen=True, slots=True)
+class DepPlan:
+    """Every step of one route's dependencies, and the endpoint's own arguments."""
+
+    steps: tuple[Step, ...]
+    endpoint: Step
+    n_keys: int
+    # Whether FastAPI's two exit stacks can be observed: by a generator, or by a step
+    # given the request (third-party code pushes onto them); else they are left out.
+    uses_stacks: bool
+    # Every (callable, what the overrides resolved it to) the build looked up.
+    probes: tuple[tuple[Any, Any], ...]
+
+
+class _Builder:
+    def __init__(
+        self,
+        spec: EndpointSpec,
+        overrides: Mapping[Any, Any] | None,
+        make_runtime: Callable[[RoutePlan], Any],
+    ) -> None:
+        self.spec = spec
+        self.overrides = overrides
+        self.make_runtime = make_runtime
+        self.steps: list[Step] = []
+        self.keys: dict[Any, int] = {}
+        self.probes: list[tuple[Any, Any]] = []
+        self.uses_stacks = False
+        self.models = {plan.name: plan for plan in spec.models}
+        body = spec.body
+        self.embedded = body is not None and body.embedded
+        self.aliases: dict[str, str] = {}
+        if body is not None and body.embedded:
+            self.aliases = {
+                field.name: field.encode_name for field in msgspec.structs.fields(body.decode_type)
+            }
+
+    def check(self, dependant: Any) -> None:
+        unknown = _compat.dependant_fields(dependant) - _compat.KNOWN_DEPENDANT_FIELDS
+        if unknown or dependant.call is None:
+            raise Refused
+        if dependant.body_params or dependant.websocket_param_name is not None:
+            raise Refused
+
+    def solve(self, dependant: Any) -> list[tuple[str, int]]:
+        """The steps of `dependant`'s sub-dependencies, as solve_dependencies takes them;
+        returns (name, step) for those its call receives."""
+        received = []
+        for sub in dependant.dependencies:
+            use_sub = sub
+            if self.overrides:
+                call = sub.call
+                try:
+                    resolved = self.overrides.get(call, call)
+                except TypeError as exc:  # an unhashable call: FastAPI fails too
+                    raise Refused from exc
+                self.probes.append((call, resolved))
+                try:
+                    use_sub = _compat.rebuild_dependant(sub, resolved)
+                    prepare_dependant(use_sub)
+                except Exception as exc:  # FastAPI fails on it per request
+                    raise Refused from exc
+            first = len(self.steps)
+            index = self.step(sub, use_sub, first)
+            if sub.name is not None:
+                received.append((sub.name, index))
+        return received
+
+    def step(self, sub: Any, use_sub: Any, first: int) -> int:
+        self.check(use_sub)
+        received = self.solve(use_sub)
+        call = use_sub.call
+        if _compat.is_gen_callable(call) or _compat.is_async_gen_callable(call):
+            kind = DEP_GENERATOR
+            self.uses_stacks = True
+        elif _compat.is_coroutine_callable(call):
+            kind = DEP_ASYNC
+        else:
+            kind = DEP_THREAD
+        own_request = True
+        body: tuple[tuple[str, str | None], ...] = ()
+        models: tuple[tuple[str, str], ...] = ()
+        generator_dependant = use_sub
+        unwrapped = unwrap_stand_in(call)
+        if unwrapped is not None:
+            # A dependency taking msgspec values: call it, with its values from the plan.
+            call, takes = unwrapped
+            generator_dependant = replace(use_sub, call=call)
+            if takes is not None:
+                own_request = takes.own_request
+                body, models = takes.body, takes.models
+        try:
+            key = self.keys.setdefault(_compat.dependency_cache_key(sub), len(self.keys))
+        except TypeError as exc:  # an unhashable callable: FastAPI fails on it too
+            raise Refused from exc
+        self.steps.append(
+            Step(
+                call=call,
+                kind=kind,
+                dependant=generator_dependant,
+                key=key,
+                use_cache=sub.use_cache,
+                first=first,
+                function_stack=sub.scope == "function",
+                concurrency=getattr(use_sub, "concurrency", None),
+                steps=tuple(received),
+                params=self.params_of(use_sub, models),
+                has_models=bool(models),
+                body=body,
+                body_keys=self.body_keys(body),
+                specials=self.specials(use_sub, own_request, own_response=True),
+            )
+        )
+        return len(self.steps) - 1
+
+    def check_body_taken(self, steps: list[Step]) -> None:
+        """An embedded body is decoded whole: a part no step takes (its dependency
+        overridden) could fail the others', which FastAPI would not validate."""
+        if self.embedded:
+            taken = {name for step in steps for name, _ in step.body}
+            if taken != set(self.aliases):
+                raise Refused
+
+    def params_of(self, dependant: Any, models: tuple[tuple[str, str], ...]) -> Any:
+        specs = direct_param_specs(dependant)
+        if specs is None:
+            raise Refused
+        plans: list[ModelPlan] = [replace(self.models[key], name=name) for name, key in models]
+        if not specs and not plans:
+            return None
+        return self.make_runtime(
+            RoutePlan(
+                body=None,
+                output=None,
+                strict_content_type=True,
+                status_code=200,
+                direct=DirectPlan(self.spec.endpoint, False, specs, None),
+                models=tuple(plans),
+            )
+        )
+
+    def body_keys(self, body: tuple[tuple[str, str | None], ...]) -> frozenset[str] | None:
+        if not self.embedded:
+            return None
+        return frozenset(self.aliases.get(name, name) for name, _ in body)
+
+    def specials(
+        self, dependant: Any, own_request: bool, own_response: bool
+    ) -> tuple[tuple[str, int, tuple[str, ...]], ...]:
+        """FastAPI's order: HTTPConnection, Request, BackgroundTasks, Response, scopes."""
+        found: list[tuple[str, int, tuple[str, ...]]] = []
+        if dependant.http_connection_param_name:
+            found.append((dependant.http_connection_param_name, SPECIAL_REQUEST, ()))
+            self.uses_stacks = True
+        if dependant.request_param_name and own_request:
+            found.append((dependant.request_param_name, SPECIAL_REQUEST, ()))
+            self.uses_stacks = True
+        if dependant.background_tasks_param_name:
+            found.append((dependant.background_tasks_param_name, SPECIAL_BACKGROUND, ()))
+        if dependant.response_param_name and own_response:
+            found.append((dependant.response_param_name, SPECIAL_RESPONSE, ()))
+        if dependant.security_scopes_param_name:
+            scopes = tuple(_compat.oauth_scopes(dependant))
+            found.append((dependant.security_scopes_param_name, SPECIAL_SCOPES, scopes))
+        return tuple(found)
+
+    def endpoint(self, root: Any) -> Step:
+        spec = self.spec
+        self.check(root)
+        received = self.solve(root)
+        body = tuple((name, name if self.embedded else None) for name in spec.endpoint_body)
+        models = tuple((name, name) for name in spec.endpoint_models)
+        if spec.output is not None and spec.output.stream != STREAM_NONE:
+            kind = DEP_GENERATOR  # the call makes the stream
+        elif spec.is_coroutine:
+            kind = DEP_ASYNC
+        else:
+            kind = DEP_THREAD
+        return Step(
+            call=spec.endpoint,
+            kind=kind,
+            dependant=root,
+            key=-1,
+            use_cache=False,
+            first=0,
+            function_stack=True,
+            concurrency=None,
+            steps=tuple(received),
+            params=self.params_of(root, models),
+            has_models=bool(models),
+            body=body,
+            body_keys=self.body_keys(body),
+            # The wrapper's own Request and Response are not the endpoint's.
+            specials=self.specials(
+                root, not spec.injected_request, own_response=not spec.injected_response
+            ),
+        )
+
+
+def build_plan(
+    root: Any,
+    spec: EndpointSpec,
+    overrides: Mapping[Any, Any] | None,
+    make_runtime: Callable[[RoutePlan], Any],
+) -> tuple[DepPlan | None, tuple[tuple[Any, Any], ...]]:
+    """The plan of a route whose FastAPI Dependant is `root` (its endpoint the wrapper of
+    `spec`'s endpoint), under `overrides` (None or empty: none set), with parameter
+    extraction by `make_runtime` (the twin's RouteRuntime); None when it cannot be planned.
+    Also returns the override lookups made, which decide when the plan holds again."""
+    builder = _Builder(spec, overrides, make_runtime)
+    try:
+        endpoint = builder.endpoint(root)
+        builder.check_body_taken([*builder.steps, endpoint])
+    except Refused:
+        return None, tuple(builder.probes)
+    probes = tuple(builder.probes)
+    plan = DepPlan(
+        steps=tuple(builder.steps),
+        endpoint=endpoint,
+        n_keys=len(builder.keys),
+        uses_stacks=builder.uses_stacks,
+        probes=probes,
+    )
+    return plan, probes
