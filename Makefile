@@ -69,7 +69,7 @@ $(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
 	$(PY) -m pip install -q -r bench/requirements.txt
 	touch $@
 
-# The micro benchmark on one pinned core; see README "Benchmarks".
+# The micro benchmark on one pinned core; see docs/benchmarks.md.
 bench: $(VENV)/.bench-installed
 	$(PY) bench/micro.py $(BENCH_ARGS)
 
@@ -87,7 +87,8 @@ bench-quick: bench-service-tools $(VENV)/.bench-installed
 bench-errors: $(VENV)/.bench-installed
 	$(PY) bench/errors.py $(BENCH_ARGS)
 
-# Instructions per request under valgrind: repeatable where timings scatter; see README.
+# Instructions per request under valgrind: repeatable where timings scatter; see
+# docs/benchmarks.md.
 ICOUNT_ARGS ?=
 bench-icount-tools:
 	@command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
@@ -101,7 +102,7 @@ bench-icount-quick: bench-icount-tools $(VENV)/.bench-installed
 	$(PY) bench/icount.py --models --variants compiled --routes models/dependency --requests 20
 	$(PY) bench/icount.py --deps --variants compiled --routes deps/two-get --requests 20
 
-# The service benchmark: uvicorn + SQLAlchemy, loaded by wrk; see README "Service benchmark".
+# The service benchmark: uvicorn + SQLAlchemy, loaded by wrk; see docs/benchmarks.md.
 # Its own venv keeps every FastAPI variant on one FastAPI inside upstream 0.0.4's range.
 SERVICE_VENV ?= .venv-bench
 SERVICE_PY := $(SERVICE_VENV)/bin/python
