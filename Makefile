@@ -140,6 +140,15 @@ fuzz-routing: $(VENV)/.installed
 	MSGSPEC_FASTAPI_DIFF_CASES=$(FUZZ_ROUTING_CASES) $(PY) -m pytest -q -s -m fuzz_routing \
 		tests/test_dispatch_differential.py
 
+# The dependency differential's long mode: at least FUZZ_DEPS_CASES requests compared
+# between FastAPI's dependency solving and MsgspecRouter's (each on both twins); see
+# tests/test_dependency_differential.py.
+FUZZ_DEPS_CASES ?= 100000
+.PHONY: fuzz-deps
+fuzz-deps: $(VENV)/.installed
+	MSGSPEC_FASTAPI_DEPS_CASES=$(FUZZ_DEPS_CASES) $(PY) -m pytest -q -s -m fuzz_deps \
+		tests/test_dependency_differential.py
+
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
