@@ -12,7 +12,7 @@ BUILD_PY := $(BUILD_VENV)/bin/python
 CIBUILDWHEEL_VERSION ?= 4.2.0
 
 .PHONY: test test-lowest test-py313 test-fastapi test-upstream bench bench-quick bench-errors bench-icount bench-icount-quick bench-icount-tools bench-service bench-service-pg bench-service-tools lint fuzz clean
-.PHONY: wheel wheel-test check-build-identifiers
+.PHONY: wheel wheel-test check-build-identifiers docs
 
 BENCH_ARGS ?=
 
@@ -82,7 +82,7 @@ $(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
 	$(PY) -m pip install -q -r bench/requirements.txt
 	touch $@
 
-# The micro benchmark on one pinned core; see README "Benchmarks".
+# The micro benchmark on one pinned core; see docs/benchmarks.md.
 bench: $(VENV)/.bench-installed
 	$(PY) bench/micro.py $(BENCH_ARGS)
 
@@ -100,7 +100,8 @@ bench-quick: bench-service-tools $(VENV)/.bench-installed
 bench-errors: $(VENV)/.bench-installed
 	$(PY) bench/errors.py $(BENCH_ARGS)
 
-# Instructions per request under valgrind: repeatable where timings scatter; see README.
+# Instructions per request under valgrind: repeatable where timings scatter; see
+# docs/benchmarks.md.
 ICOUNT_ARGS ?=
 bench-icount-tools:
 	@command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind; }
@@ -114,7 +115,7 @@ bench-icount-quick: bench-icount-tools $(VENV)/.bench-installed
 	$(PY) bench/icount.py --models --variants compiled --routes models/dependency --requests 20
 	$(PY) bench/icount.py --deps --variants compiled --routes deps/two-get --requests 20
 
-# The service benchmark: uvicorn + SQLAlchemy, loaded by wrk; see README "Service benchmark".
+# The service benchmark: uvicorn + SQLAlchemy, loaded by wrk; see docs/benchmarks.md.
 # Its own venv keeps every FastAPI variant on one FastAPI inside upstream 0.0.4's range.
 SERVICE_VENV ?= .venv-bench
 SERVICE_PY := $(SERVICE_VENV)/bin/python
@@ -193,7 +194,19 @@ wheel-test:
 check-build-identifiers: $(BUILD_VENV)/.installed
 	bash .ci/check-build-identifiers.sh $(BUILD_VENV)/bin/cibuildwheel
 
+# The docs site, strictly: a broken link or anchor, a page left out of the navigation, a
+# missing example file or an unshown results file fails the build. Its own venv, pinned.
+DOCS_VENV ?= .venv-docs
+$(DOCS_VENV)/.installed: docs/requirements.txt
+	$(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install -q --upgrade pip
+	$(DOCS_VENV)/bin/python -m pip install -q -r docs/requirements.txt
+	touch $@
+
+docs: $(DOCS_VENV)/.installed
+	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --clean --site-dir site
+
 clean:
-	rm -rf $(VENV) $(LOW_VENV) $(PY313_VENV) $(SERVICE_VENV) $(BUILD_VENV) .venv-wheel-test \
+	rm -rf $(VENV) $(LOW_VENV) $(PY313_VENV) $(SERVICE_VENV) $(BUILD_VENV) $(DOCS_VENV) site .venv-wheel-test \
 		.fastapi-suite build dist \
 		wheelhouse src/*.egg-info src/msgspec_fastapi/*.so src/msgspec_fastapi/_fastpath.c

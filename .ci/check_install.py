@@ -1,6 +1,7 @@
 """Check an installed msgspec-fastapi from outside its source tree.
 
-Run it from a folder that holds copies of `tests/` and `pyproject.toml` and nothing of
+Run it from a folder that holds copies of `tests/`, `docs/`, `docs_src/` (the docs'
+examples, which tests/test_docs_examples.py runs) and `pyproject.toml` and nothing of
 `src/`, so that only the installed package can be imported (`make wheel-test` and
 cibuildwheel's test step both do so):
 

@@ -28,7 +28,8 @@ case $wheel in *manylinux*) ;; *) fail "$wheel is not a repaired manylinux wheel
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/.ci"
-cp -r tests pyproject.toml "$work/"
+# docs/ and docs_src/: tests/test_docs_examples.py runs the docs' examples on the install too.
+cp -r tests docs docs_src pyproject.toml "$work/"
 cp .ci/check_install.py "$work/.ci/"
 
 rm -rf "$venv"

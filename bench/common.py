@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import importlib
 import os
+import platform
+import shlex
 import shutil
 import socket
 import subprocess
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from types import ModuleType
@@ -58,6 +61,38 @@ def version(dist: str, path: list[str] | None = None) -> str | None:
 
 def versions(dists: tuple[str, ...] | list[str]) -> dict[str, str | None]:
     return {dist: version(dist) for dist in dists}
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def run_record(versions: dict[str, Any]) -> dict[str, Any]:
+    """What a --json result says about its run: when, at which commit, on what, with which
+    command. The docs' benchmark page shows it beside the figures."""
+    described = subprocess.run(
+        ["git", "-C", str(BENCH), "describe", "--always", "--dirty", "--abbrev=7"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    script = Path(sys.argv[0]).resolve()
+    if script.is_relative_to(BENCH.parent):
+        script = script.relative_to(BENCH.parent)
+    return {
+        "date": datetime.now(UTC).date().isoformat(),
+        "commit": described.stdout.strip() or "unknown",
+        "command": shlex.join(["python", str(script), *sys.argv[1:]]),
+        "machine": f"{cpu_model()}, {os.cpu_count()} CPUs",
+        "python": platform.python_version(),
+        "versions": {name: found for name, found in versions.items() if found},
+    }
 
 
 def free_port() -> int:

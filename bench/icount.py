@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from common import ensure_upstream, log
+from common import ensure_upstream, log, run_record, versions
 from micro import cities, deps, formats, models, routetable, streams
 from micro.driver import STREAM_VARIANTS, TABLE_VARIANTS, VARIANTS, parse_sizes
 
@@ -342,7 +342,9 @@ def main() -> int:
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         meta: dict[str, Any] = {"requests": args.requests, "python": sys.version.split()[0]}
-        args.json.write_text(json.dumps({"meta": meta, "counts": counts}, indent=2) + "\n")
+        run = run_record(versions(("fastapi", "starlette", "msgspec", "pydantic", "litestar")))
+        document = {"benchmark": "icount", "run": run, "meta": meta, "counts": counts}
+        args.json.write_text(json.dumps(document, indent=2) + "\n")
     return 0
 
 

@@ -1,6 +1,6 @@
 """Hostile requests, one table: each row's documented status, on both tiers and both twins.
 
-The contract (README "Behaviour", `_fastpath_py` docstring): a non-JSON content type is a
+The contract (docs/behaviour.md, `_fastpath_py` docstring): a non-JSON content type is a
 415, malformed JSON or JSON nested too deeply a 400, a missing or invalid body or
 parameter a 422 in FastAPI's error shape. Whatever arrives, the answer is a JSON body with
 the row's status, never a 500 and never an exception escaping the app (`raw_asgi` lets

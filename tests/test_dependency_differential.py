@@ -8,7 +8,7 @@ log of what ran (each callable with its arguments, its thread and the context va
 saw, in order; what each generator saw at its `yield`; teardowns; background tasks; the
 exception handler; the messages sent, interleaved) must be the same.
 
-Known differences of the package, documented in the README, are either kept out of the
+Known differences of the package, documented in docs/differences.md, are either kept out of the
 generator or equalised in the comparison; each is pinned below by a strict xfail that
 compares without it, so it fails once the difference is gone (then remove the xfail and
 the equalisation or the restriction with it).

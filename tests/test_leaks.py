@@ -43,7 +43,7 @@ pytestmark = [
     ),
 ]
 
-# Fewer for slow runs, under valgrind for one (README "Development").
+# Fewer for slow runs, under valgrind for one (docs/development.md).
 REQUESTS = int(os.environ.get("MSGSPEC_FASTAPI_LEAK_REQUESTS", 100_000))
 TRACED = REQUESTS // 20
 WARM_UP = min(5_000, REQUESTS // 10)

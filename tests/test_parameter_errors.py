@@ -2,7 +2,7 @@
 
 The same request goes to a Pydantic APIRouter route and to a MsgspecRouter route with the
 same parameters (on both twins and both tiers), and each error's `loc` and `input` must be
-FastAPI's. Messages and types stay msgspec's by design (README "Differences").
+FastAPI's. Messages and types stay msgspec's by design (docs/differences.md).
 """
 
 from typing import Annotated, Any

@@ -7,7 +7,7 @@ the same request: span names, kinds, attributes, statuses and parents, each metr
 attributes and counts, each log record's event, severity, body and attributes, and the
 request's TelemetryData (body, values, errors) as a processor reads it when each span ends
 and each record is emitted. Timings and ids are left out; so are error messages, and an
-exception's stack trace and message, which differ by design (README "Differences").
+exception's stack trace and message, which differ by design (docs/differences.md).
 Every test runs on both twins and both tiers.
 """
 

@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from common import BENCH, ensure_upstream, log, versions
+from common import BENCH, cpu_model, ensure_upstream, log, run_record, versions
 
 from . import (
     cities,
@@ -381,21 +381,18 @@ class Worker:
             self.process.wait()
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def _iqr_percent(values: list[float]) -> float:
     if len(values) < 2:
         return 0.0
     low, _, high = statistics.quantiles(values, n=4)
     return 100 * (high - low) / statistics.median(values)
+
+
+def _quartiles(values: list[float]) -> list[float]:
+    if len(values) < 2:
+        return [values[0], values[0]]
+    low, _, high = statistics.quantiles(values, n=4)
+    return [low, high]
 
 
 def summarize(
@@ -641,12 +638,20 @@ def write_json(
         for route, rows in summary.items()
     }
     result = {
+        "benchmark": "micro",
+        "run": run_record({name: meta.get(name) for name in VERSIONED}),
         "meta": meta,
         "config": config,
         "variants": variants,
         "round_orders": rounds["orders"],
         "routes": routes,
     }
+    if mode.sizes is not None:
+        found = routetable_report.targets(rounds["times"][args.clock], mode.sizes)
+        result["targets"] = [
+            {"label": label, "median": statistics.median(ratios), "quartiles": _quartiles(ratios)}
+            for label, ratios in found
+        ]
     if mode.deps:
         result["targets"] = deps_report.targets_json(rounds["times"][args.clock])
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-from common import log, versions
+from common import log, run_record, versions
 
 from . import cities
 from .asgi import ASGIApp, WrongAnswer, call, http_scope
@@ -175,7 +175,9 @@ def run(args: argparse.Namespace) -> int:
     print_table(args, summary)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"cases": summary, "rounds_us": times}, indent=2) + "\n")
+        run = run_record(versions(("fastapi", "starlette", "msgspec")))
+        document = {"benchmark": "formats", "run": run, "cases": summary, "rounds_us": times}
+        args.json.write_text(json.dumps(document, indent=2) + "\n")
     return 0
 
 

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import msgspec
-from common import BENCH, ensure_upstream, free_port, log
+from common import BENCH, ensure_upstream, free_port, log, run_record
 
 from . import deps, routetable
 from .asgi import Case
@@ -486,6 +486,8 @@ def run(args: argparse.Namespace, meta: dict[str, Any]) -> int:
             for name in ("rounds", "duration", "warmup_seconds", "connections", "cpu", "client_cpu")
         }
         result = {
+            "benchmark": "server",
+            "run": run_record({name: meta.get(name) for name in ("fastapi", "msgspec", "uvicorn")}),
             "meta": {**meta, "load_before": loads[0], "load_after": loads[1]},
             "config": {**config, "server": True, "routes": args.server_routes},
             "skipped": skipped,

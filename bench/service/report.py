@@ -124,9 +124,11 @@ def write_json(
     variants: dict[str, dict[str, Any]],
     rows: Sequence[Row],
     runs: Sequence[Run],
+    run: dict[str, Any],
 ) -> None:
     document = {
         "benchmark": "service",
+        "run": run,
         "settings": {k: str(v) if isinstance(v, Path) else v for k, v in asdict(settings).items()},
         "machine": machine,
         "database": database,

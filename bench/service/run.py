@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import prepare
 import report
-from common import UPSTREAM_DIR, UPSTREAM_VERSION
+from common import UPSTREAM_DIR, UPSTREAM_VERSION, run_record, versions
 from database import sqlite_url
 from dataset import DEFAULT_MIN_POPULATION, Dataset, load_dataset
 from harness import BenchError, Run, Settings, Target, measure, preflight, server
@@ -443,6 +443,7 @@ def run_benchmark(settings: Settings) -> int:
             variants=variants,
             rows=rows,
             runs=runs,
+            run=run_record(versions(("fastapi", "msgspec", "uvicorn", "sqlalchemy"))),
         )
         log(f"Results written to {settings.json_path}")
     return 0

@@ -1,0 +1,3 @@
+import msgspec_fastapi
+
+print(msgspec_fastapi.IMPLEMENTATION)  # "compiled" or "pure"
