@@ -771,21 +771,6 @@ def body_errors_last(want: Outcome, got: Outcome) -> Outcome:
     )
 
 
-def handler_context_unread(want: Outcome, got: Outcome) -> Outcome:
-    """Known bug, pinned by test_a_twice_replaced_exception_keeps_its_context: where two
-    sync generator teardowns replace the exception in turn, the exception the handler
-    gets may carry another `__context__` than FastAPI's. Everything else still compared."""
-
-    def entry(mine: Any, theirs: Any) -> Any:
-        if mine[0] == "handler" and theirs[0] == "handler":
-            return (*mine[:2], theirs[2], *mine[3:])
-        return mine
-
-    if len(want.log) != len(got.log):
-        return want
-    return replace(want, log=tuple(entry(w, g) for w, g in zip(want.log, got.log, strict=True)))
-
-
 def run_case(
     case: Case,
     twins: Sequence[Twin | None],

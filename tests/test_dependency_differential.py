@@ -43,7 +43,6 @@ from dependency_graphs import (
     SpecialArg,
     build,
     cases,
-    handler_context_unread,
     run_case,
 )
 from hypothesis import HealthCheck, given, settings
@@ -56,7 +55,7 @@ LONG_CALLS = 10  # requests per example at least, in long mode
 NORMAL_EXAMPLES = 120  # about 1,800 cases on the two twins
 HARNESS_EXAMPLES = 15
 # Known differences, equalised in the comparison (each pinned by a strict xfail below).
-KNOWN = [handler_context_unread]
+KNOWN: list[Any] = []
 
 COMPARED: Counter[str] = Counter()
 SEEN: Counter[str] = Counter()
@@ -360,12 +359,6 @@ def test_an_invalid_list_item_is_located_by_its_index() -> None:
     run_exactly(Case(g, (Call(query=(("q0", "1"), ("q0", "x"), ("q0", "y"))),)))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Divergence,
-    reason="bug (issue 20): two sync generator teardowns that each replace the exception "
-    "hand the exception handler an exception whose __context__ differs from FastAPI's",
-)
 def test_a_twice_replaced_exception_keeps_its_context() -> None:
     g = graph(
         Node("d3", "sync"),

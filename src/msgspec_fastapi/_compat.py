@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import Callable, Coroutine
-from contextlib import AbstractContextManager, asynccontextmanager
+from collections.abc import Awaitable, Callable, Coroutine
+from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
 from functools import cache
 from typing import Annotated, Any
 
@@ -44,7 +44,7 @@ from starlette.datastructures import FormData, Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Scope
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 # The route context FastAPI is building a handler for. Included routers are built lazily
 # per inclusion (0.137+), and `get_route_handler` learns which inclusion it serves only
@@ -581,6 +581,40 @@ def response_not_awaited() -> Exception:
         "and is not raising the exception again. Read more about it in the "
         "docs: https://fastapi.tiangolo.com/tutorial/dependencies/dependencies-with-yield/#dependencies-with-yield-and-except"
     )
+
+
+async def run_in_exit_stacks(
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    solve: Callable[..., Awaitable[Response | None]],
+    *args: Any,
+) -> None:
+    """As FastAPI's request_response: `solve(*args)` inside the function stack inside the
+    request stack, its response sent between their closings.
+
+    Plain Python on purpose, for both twins: an exception a teardown raises in a worker
+    thread comes back by being thrown through the awaiting frames, and CPython then sets
+    its `__context__` to the exception the frame closing a stack is handling (FastAPI's
+    own frame does so). A Cython coroutine frame does not, so a compiled copy of this
+    frame hands the exception handlers another `__context__` than FastAPI does."""
+    response: Response | None = None
+    response_awaited = False
+    async with AsyncExitStack() as request_stack:
+        scope[REQUEST_STACK_KEY] = request_stack
+        async with AsyncExitStack() as function_stack:
+            scope[FUNCTION_STACK_KEY] = function_stack
+            response = await solve(*args)
+        if response is None:
+            # A function-scope generator swallowed the exception: FastAPI reads its
+            # unbound `response` here.
+            raise UnboundLocalError(
+                "cannot access local variable 'response' where it is not associated with a value"
+            )
+        await response(scope, receive, send)
+        response_awaited = True
+    if not response_awaited:
+        raise response_not_awaited()
 
 
 # -- telemetry: FastAPI's own reporting of a route (`FastAPI(telemetry=...)`) ------------

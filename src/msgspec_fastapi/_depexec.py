@@ -22,7 +22,6 @@ FastAPI's own handler for the route (`delegated`).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
 from typing import Any
 
 from fastapi.background import BackgroundTasks
@@ -36,7 +35,7 @@ from ._compat import (
     FUNCTION_STACK_KEY,
     REQUEST_STACK_KEY,
     cache_request_body,
-    response_not_awaited,
+    run_in_exit_stacks,
     solve_generator,
 )
 from ._depplan import DepPlan, Step
@@ -281,27 +280,9 @@ class DependencyRoute:
         return None
 
     async def run_in_stacks(self, plan: DepPlan, state: RequestState) -> None:
-        """As FastAPI's request_response: the handler inside the function stack inside
-        the request stack, the response sent between their closings."""
-        scope = state.scope
-        response: Response | None = None
-        response_awaited = False
-        async with AsyncExitStack() as request_stack:
-            scope[REQUEST_STACK_KEY] = request_stack
-            async with AsyncExitStack() as function_stack:
-                scope[FUNCTION_STACK_KEY] = function_stack
-                response = await self.solve(plan, state)
-            if response is None:
-                # A function-scope generator swallowed the exception: FastAPI reads its
-                # unbound `response` here.
-                raise UnboundLocalError(
-                    "cannot access local variable 'response' where it is not associated "
-                    "with a value"
-                )
-            await response(scope, state.receive, state.track)
-            response_awaited = True
-        if not response_awaited:
-            raise response_not_awaited()
+        """The steps and the response inside FastAPI's two exit stacks; the stacks are
+        handled in `_compat` (plain Python, see there why)."""
+        await run_in_exit_stacks(state.scope, state.receive, state.track, self.solve, plan, state)
 
     async def solve(self, plan: DepPlan, state: RequestState) -> Response:
         """The steps, then the endpoint: its response, or the RequestValidationError."""
