@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 from dependency_graphs import (
+    HAS_MAX_CONCURRENCY,
     HAS_SCOPE,
     Built,
     Call,
@@ -360,11 +361,15 @@ def test_an_invalid_list_item_is_located_by_its_index() -> None:
 
 
 def test_a_twice_replaced_exception_keeps_its_context() -> None:
+    """Two sync generator teardowns each replace the exception: the handler gets the last
+    one with FastAPI's `__context__` (a regression test for the compiled executor)."""
+    scope: dict[str, Any] = {"scope": "function"} if HAS_SCOPE else {}
+    limit: dict[str, Any] = {"max_concurrency": 1} if HAS_MAX_CONCURRENCY else {}
     g = graph(
         Node("d3", "sync"),
-        Node("d0", "gen", (dep("d3", use_cache=False, scope="function"),)),
-        endpoint=(dep("d0", use_cache=False, scope="function", max_concurrency=1),),
-        app_deps=(Edge("d0", use_cache=False, scope="function"),),
+        Node("d0", "gen", (dep("d3", use_cache=False, **scope),)),
+        endpoint=(dep("d0", use_cache=False, **scope, **limit),),
+        app_deps=(Edge("d0", use_cache=False, **scope),),
     )
     control = (("d0", "handled_teardown"), ("endpoint", "http"))
     run_exactly(Case(g, (Call(control=control),)))
