@@ -16,7 +16,8 @@ CIBUILDWHEEL_VERSION ?= 4.2.0
 
 BENCH_ARGS ?=
 
-$(VENV)/.installed: pyproject.toml setup.py src/msgspec_fastapi/_fastpath.pyx src/msgspec_fastapi/_depexec.py
+$(VENV)/.installed: pyproject.toml setup.py src/msgspec_fastapi/_fastpath.pyx src/msgspec_fastapi/_depexec.py \
+		src/msgspec_fastapi/_depexec_c.pxd
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "Cython>=3.1" "setuptools>=77" wheel
@@ -53,7 +54,8 @@ PYTHON313 ?= python3.13
 PY313_VENV ?= .venv-313
 PY313_PY := $(PY313_VENV)/bin/python
 
-$(PY313_VENV)/.installed: pyproject.toml setup.py src/msgspec_fastapi/_fastpath.pyx
+$(PY313_VENV)/.installed: pyproject.toml setup.py src/msgspec_fastapi/_fastpath.pyx \
+		src/msgspec_fastapi/_depexec.py src/msgspec_fastapi/_depexec_c.pxd
 	$(PYTHON313) -m venv $(PY313_VENV)
 	$(PY313_PY) -m pip install -q --upgrade pip
 	$(PY313_PY) -m pip install -q "Cython>=3.1" "setuptools>=77" wheel
@@ -121,7 +123,8 @@ SERVICE_VENV ?= .venv-bench
 SERVICE_PY := $(SERVICE_VENV)/bin/python
 BENCH_SERVICE_FLAGS ?=
 
-$(SERVICE_VENV)/.installed: bench/service/requirements.txt pyproject.toml setup.py src/msgspec_fastapi/_fastpath.pyx
+$(SERVICE_VENV)/.installed: bench/service/requirements.txt pyproject.toml setup.py \
+		src/msgspec_fastapi/_fastpath.pyx src/msgspec_fastapi/_depexec.py src/msgspec_fastapi/_depexec_c.pxd
 	$(PYTHON) -m venv $(SERVICE_VENV)
 	$(SERVICE_PY) -m pip install -q --upgrade pip
 	$(SERVICE_PY) -m pip install -q -r bench/service/requirements.txt
