@@ -75,9 +75,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("expected", choices=["compiled", "pure"])
     parser.add_argument("--skip-slow", action="store_true", help="leave the slow tests out")
-    parser.add_argument("pytest_args", nargs="*", help="after --, passed to pytest")
-    args = parser.parse_args()
-    pytest_args = args.pytest_args or ["-q", "-p", "no:cacheprovider"]
+    # What follows `--` goes to pytest. Split by hand: argparse gives an optional
+    # positional list nothing once an option stands between it and the first positional.
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:cut])
+    pytest_args = argv[cut + 1 :] or ["-q", "-p", "no:cacheprovider"]
 
     if not Path("tests").is_dir() or Path("src").exists():
         sys.exit("check_install: run me from a folder with a copy of tests/ and no src/")
