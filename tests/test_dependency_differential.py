@@ -61,10 +61,10 @@ KNOWN: list[Any] = []
 COMPARED: Counter[str] = Counter()
 SEEN: Counter[str] = Counter()
 # What the normal run reaches between its requests, each many times in a run.
+# Outcomes every normal run reaches. The statuses a route or a dependency's Response
+# sets (201 to 204) are spread over four values, each too rare to require by itself.
 REACHED = {
     "status 200",
-    "status 201",
-    "status 204",
     "status 403",
     "status 418",
     "status 422",
