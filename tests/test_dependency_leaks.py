@@ -33,6 +33,14 @@ import msgspec
 import pytest
 from fastapi import BackgroundTasks, Depends, FastAPI, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
+from leak_limits import (
+    BLOCKS_GROWTH_LIMIT,
+    REQUESTS,
+    RSS_GROWTH_LIMIT,
+    TRACED,
+    TRACED_GROWTH_LIMIT,
+    WARM_UP,
+)
 from raw_asgi import JSON, send_request
 from twins import TWIN_NAMES, Twin, get_twin
 
@@ -42,17 +50,6 @@ pytestmark = [
         not Path("/proc/self/statm").exists(), reason="reads the resident set size from /proc"
     ),
 ]
-
-# Fewer for slow runs, as in tests/test_leaks.py (the same variable).
-REQUESTS = int(os.environ.get("MSGSPEC_FASTAPI_LEAK_REQUESTS", 100_000))
-TRACED = REQUESTS // 20
-WARM_UP = min(5_000, REQUESTS // 10)
-# The limits of tests/test_leaks.py: a leak of one small object per request would add a
-# megabyte or more to the traced memory, tens of thousands of memory blocks and megabytes
-# of resident memory.
-TRACED_GROWTH_LIMIT = 128 * 1024
-BLOCKS_GROWTH_LIMIT = 2_000
-RSS_GROWTH_LIMIT = 4 * 1024 * 1024
 
 OPENED: Counter[str] = Counter()
 CLOSED: Counter[str] = Counter()

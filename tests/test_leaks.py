@@ -31,6 +31,14 @@ import msgspec
 import pytest
 from fastapi.exceptions import ResponseValidationError
 from hostile_app import EVERYTHING, SMALL_LIMIT, TIERS, build_app
+from leak_limits import (
+    BLOCKS_GROWTH_LIMIT,
+    REQUESTS,
+    RSS_GROWTH_LIMIT,
+    TRACED,
+    TRACED_GROWTH_LIMIT,
+    WARM_UP,
+)
 from raw_asgi import JSON, send_request
 
 import msgspec_fastapi
@@ -42,16 +50,6 @@ pytestmark = [
         not Path("/proc/self/statm").exists(), reason="reads the resident set size from /proc"
     ),
 ]
-
-# Fewer for slow runs, under valgrind for one (docs/development.md).
-REQUESTS = int(os.environ.get("MSGSPEC_FASTAPI_LEAK_REQUESTS", 100_000))
-TRACED = REQUESTS // 20
-WARM_UP = min(5_000, REQUESTS // 10)
-# A leak of one small object per request would add a megabyte or more to the traced
-# memory, tens of thousands of memory blocks and megabytes of resident memory.
-TRACED_GROWTH_LIMIT = 128 * 1024
-BLOCKS_GROWTH_LIMIT = 2_000
-RSS_GROWTH_LIMIT = 4 * 1024 * 1024
 
 VALID = msgspec.json.encode(EVERYTHING)
 DEEP = b"[" * 5_000 + b"]" * 5_000
