@@ -43,7 +43,6 @@ from ._compat import (
 from ._depplan import DepPlan, Step
 from ._errors import handle_route_exception
 from ._plan import RoutePlan
-from ._teardown import Teardown, run_with_teardowns
 from ._shared import (
     DEP_ASYNC,
     DEP_ASYNC_GENERATOR,
@@ -56,6 +55,7 @@ from ._shared import (
     ClientDisconnect,
     RequestValidationError,
 )
+from ._teardown import Teardown, run_with_teardowns
 from ._validation import received_body
 
 # Plans per route for override sets seen lately; older ones are rebuilt when needed.
