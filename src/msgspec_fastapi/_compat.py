@@ -341,6 +341,17 @@ def watch_route_changes(router: Any, on_change: Any) -> None:
     router._msgspec_watched = True
 
 
+def routes_version(router: Any) -> int:
+    """FastAPI's count of `router`'s route changes, its included routers' counted in: what
+    `FastAPI.openapi()` compares to rebuild the document when the routes changed."""
+    return router._get_routes_version()  # type: ignore[no-any-return]
+
+
+def included_routers(router: Any) -> list[Any]:
+    """The routers `router` includes directly, in inclusion order."""
+    return [inclusion_router(route) for route in router.routes if isinstance(route, IncludedRouter)]
+
+
 def replace_router_app(router: Any, app: Any) -> None:
     """Put `app` where `router.app` (Starlette's route loop) sits in the router's stack.
 
