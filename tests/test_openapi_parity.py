@@ -78,9 +78,11 @@ def test_security_schemes_are_the_only_components_where_there_are_no_schemas() -
 
     theirs, ours = documents(declare)
 
-    assert ours["components"] == theirs["components"] == {
-        "securitySchemes": {"APIKeyHeader": {"type": "apiKey", "in": "header", "name": "key"}}
-    }
+    assert (
+        ours["components"]
+        == theirs["components"]
+        == {"securitySchemes": {"APIKeyHeader": {"type": "apiKey", "in": "header", "name": "key"}}}
+    )
 
 
 # -- building again -------------------------------------------------------------------------------
@@ -162,7 +164,7 @@ def test_parameter_examples_and_schema_extra_are_in_its_schema() -> None:
 def test_bare_list_query_parameter_has_items_of_anything() -> None:
     def declare(router: APIRouter) -> None:
         @router.get("/")
-        async def root(q: Annotated[list, Query()] = []) -> None: ...  # type: ignore[type-arg]
+        async def root(q: Annotated[list, Query()] = []) -> None: ...  # type: ignore[type-arg]  # noqa: B006
 
     theirs, ours = documents(declare)
 
@@ -205,7 +207,11 @@ def test_enum_parameter_shares_fastapis_component_with_values_in_declared_order(
 Counted = Annotated[
     int,
     pydantic.Field(
-        title="Count", description="How many", examples=[1], deprecated=True, json_schema_extra={"x-a": 1}
+        title="Count",
+        description="How many",
+        examples=[1],
+        deprecated=True,
+        json_schema_extra={"x-a": 1},
     ),
 ]
 
@@ -213,7 +219,9 @@ Counted = Annotated[
 def test_embedded_body_part_documents_its_field_metadata() -> None:
     def declare(router: APIRouter) -> None:
         @router.post("/")
-        async def root(count: Annotated[Counted, Body()], other: Annotated[int, Body()]) -> None: ...
+        async def root(
+            count: Annotated[Counted, Body()], other: Annotated[int, Body()]
+        ) -> None: ...
 
     theirs, ours = documents(declare)
 
@@ -241,7 +249,9 @@ def test_body_arguments_override_the_field_metadata_and_none_clears_it() -> None
 def test_embedded_body_part_documents_its_default() -> None:
     def declare(router: APIRouter) -> None:
         @router.post("/")
-        async def root(value: Annotated[list[int] | None, Body(embed=True)] = [10]) -> None: ...
+        async def root(
+            value: Annotated[list[int] | None, Body(embed=True)] = [10],  # noqa: B006
+        ) -> None: ...
 
     theirs, ours = documents(declare)
 
@@ -266,13 +276,16 @@ def test_embedded_body_part_defaulting_to_none_documents_no_default() -> None:
 def test_embedded_body_is_named_as_fastapi_names_it() -> None:
     def declare(router: APIRouter) -> None:
         @router.post("/items/{item_id}")
-        async def update(item_id: int, a: Annotated[int, Body()], b: Annotated[str, Body()]) -> None:
-            ...
+        async def update(
+            item_id: int, a: Annotated[int, Body()], b: Annotated[str, Body()]
+        ) -> None: ...
 
     theirs, ours = documents(declare)
 
     name, schema = body_component(ours, "/items/{item_id}")
-    assert name == body_component(theirs, "/items/{item_id}")[0] == "Body_update_items__item_id__post"
+    assert (
+        name == body_component(theirs, "/items/{item_id}")[0] == "Body_update_items__item_id__post"
+    )
     assert schema["title"] == name
 
 

@@ -383,7 +383,7 @@ def _parameter_schemas(
             continue
         for parameter in operation.get("parameters", []):
             field = _documented_field(fields, (parameter["in"], parameter["name"]))
-            if not hasattr(field, "msgspec_target"):
+            if field is None or not hasattr(field, "msgspec_target"):
                 continue
             schema = _schema(field.msgspec_target, components)
             _any_items(schema)
@@ -452,9 +452,7 @@ def _references(node: Any, found: set[str]) -> set[str]:
     return found
 
 
-def _body_names(
-    document: dict[str, Any], routes: list[RouteContext], ours: dict[str, Any]
-) -> None:
+def _body_names(document: dict[str, Any], routes: list[RouteContext], ours: dict[str, Any]) -> None:
     """Document each route's generated body as FastAPI names its body model,
     `Body_<route's unique id>` (`Body_create_items__post`), one component per route.
 
