@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import re
-import weakref
 from collections.abc import Iterable
 from copy import deepcopy
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import msgspec.inspect as mi
 from fastapi.encoders import jsonable_encoder
 from fastapi.utils import is_body_allowed_for_status_code
-from pydantic.fields import FieldInfo
 from starlette.datastructures import UploadFile
 
 from . import _compat
+from ._body_docs import is_generated_body
 from ._params import PARAM_GROUPS
-from ._shared import MISSING, STREAM_JSONL, STREAM_NONE
+from ._shared import STREAM_JSONL, STREAM_NONE
 from ._types import is_msgspec_json_type
 
 if TYPE_CHECKING:
@@ -38,10 +37,6 @@ _OWNERS: dict[str, Any] = {}
 # Each canonical name's short form (msgspec's name for the class alone), used in the
 # document whenever no other component there has that short name.
 _SHORT: dict[str, str] = {}
-
-# The Structs generated for embedded bodies: documented under FastAPI's name for the
-# route's body (`Body_<unique id>`) once the route's place in the document is known.
-_GENERATED_BODIES: weakref.WeakSet[Any] = weakref.WeakSet()
 
 # The inspect types msgspec makes a component of (a `$ref` in the schemas using them).
 _NAMED = (mi.StructType, mi.DataclassType, mi.TypedDictType, mi.NamedTupleType, mi.EnumType)
@@ -108,12 +103,6 @@ def _canonical(cls: Any) -> str:
     _CANONICAL[cls] = name
     _SHORT[name] = short
     return name
-
-
-def generated_body(cls: Any) -> Any:
-    """Mark `cls` as the Struct generated for an embedded body; return it."""
-    _GENERATED_BODIES.add(cls)
-    return cls
 
 
 def rewrite_refs(node: Any, names: dict[str, str]) -> None:
@@ -190,26 +179,6 @@ def _builtins(value: Any) -> Any:
     """An example as JSON-ready values: msgspec's types by msgspec, others (a Pydantic
     model, say) as FastAPI encodes examples."""
     return msgspec.to_builtins(value, enc_hook=jsonable_encoder)
-
-
-def field_docs(infos: list[FieldInfo], default: Any) -> dict[str, Any]:
-    """What FastAPI documents of a body parameter beside its type: its `Field()` and
-    `Body()` merged as Pydantic merges them (a later one's explicit values win, an
-    explicit None clears), and its default unless that is None or there is none."""
-    docs: dict[str, Any] = {}
-    if infos:
-        info = FieldInfo.from_annotation(Annotated[(Any, *infos)])  # type: ignore[arg-type]
-        for key in ("title", "description", "examples"):
-            value = getattr(info, key)
-            if value is not None:
-                docs[key] = value
-        if info.deprecated:
-            docs["deprecated"] = True
-        if isinstance(info.json_schema_extra, dict):
-            docs.update(info.json_schema_extra)
-    if default is not MISSING and default is not None:
-        docs["default"] = default
-    return docs
 
 
 def _body_content(body: BodyPlan, components: dict[str, Any]) -> dict[str, Any]:
@@ -466,7 +435,7 @@ def _body_names(document: dict[str, Any], routes: list[RouteContext], ours: dict
             content = ((operation or {}).get("requestBody") or {}).get("content", {})
             for media in content.values():
                 canonical = _ref_name(media.get("schema", {})) or ""
-                if _OWNERS.get(canonical) in _GENERATED_BODIES:
+                if is_generated_body(_OWNERS.get(canonical)):
                     name = f"Body_{route.unique_id}"
                     wanted.setdefault(name, []).append((media, canonical))
     taken = set(document.get("components", {}).get("schemas", {}))
@@ -479,7 +448,7 @@ def _body_names(document: dict[str, Any], routes: list[RouteContext], ours: dict
         for media, _ in uses:
             media["schema"]["$ref"] = _REF_TEMPLATE.format(name=name)
     referenced = _references(document, set())
-    for canonical in [c for c in ours if _OWNERS.get(c) in _GENERATED_BODIES]:
+    for canonical in [c for c in ours if is_generated_body(_OWNERS.get(c))]:
         if canonical not in referenced:
             del ours[canonical]
 

@@ -27,8 +27,8 @@ from pydantic_core import PydanticUndefined
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ._body_docs import field_docs, generated_body
 from ._models import ModelPlan, form_param, model_param
-from ._openapi import field_docs, generated_body
 from ._params import ParamSpec, constrained_type
 from ._shaping import ResponseShape, response_shape
 from ._shared import (
