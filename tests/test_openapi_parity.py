@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import msgspec
+import openapi_models
 import pydantic
 from fastapi import APIRouter, Body, Depends, FastAPI, Query
 from fastapi.routing import APIRoute
@@ -358,3 +359,53 @@ def test_embedded_body_keeps_its_generated_name_when_fastapis_is_taken() -> None
     assert name != "Body_create__post"
     assert set(schema["properties"]) == {"a", "b"}
     assert set(document["components"]["schemas"]["Body_create__post"]["properties"]) == {"other"}
+
+
+def every_ref_resolves(document: dict[str, Any]) -> bool:
+    schemas = document.get("components", {}).get("schemas", {})
+    refs: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if isinstance(node.get("$ref"), str):
+                refs.add(node["$ref"].removeprefix("#/components/schemas/"))
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(document)
+    return refs <= set(schemas)
+
+
+def test_embedded_body_keeps_fastapis_name_when_the_document_is_built_again() -> None:
+    app, router = late_app(MsgspecRouter)
+
+    @router.post("/")
+    async def create(a: Annotated[int, Body()], b: Annotated[int, Body()]) -> None: ...
+
+    app.openapi()
+
+    @router.get("/later")
+    async def later() -> None: ...
+
+    document = app.openapi()
+    assert body_component(document, "/api/")[0] == "Body_create_api__post"
+    assert every_ref_resolves(document)
+
+
+def test_struct_named_like_a_later_struct_is_qualified_when_the_document_is_built_again() -> None:
+    app, router = late_app(MsgspecRouter)
+
+    @router.post("/a")
+    async def a(city: City) -> None: ...
+
+    app.openapi()
+
+    @router.post("/b")
+    async def b(city: openapi_models.City) -> None: ...
+
+    document = app.openapi()
+    assert "City" not in document["components"]["schemas"]
+    assert every_ref_resolves(document)
