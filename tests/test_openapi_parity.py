@@ -217,7 +217,20 @@ Counted = Annotated[
 ]
 
 
-def test_embedded_body_part_documents_its_field_metadata() -> None:
+def parts_as_fastapi_documents_them(
+    theirs: dict[str, Any], ours: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The embedded body's properties in both documents, FastAPI's without the titles
+    Pydantic makes from a name where none was given (a difference of msgspec's schemas)."""
+    their_parts = body_component(theirs)[1]["properties"]
+    our_parts = body_component(ours)[1]["properties"]
+    for key, part in their_parts.items():
+        if "title" not in our_parts.get(key, {}):
+            part.pop("title", None)
+    return their_parts, our_parts
+
+
+def test_embedded_body_part_documents_its_field_metadata_as_fastapi_does() -> None:
     def declare(router: APIRouter) -> None:
         @router.post("/")
         async def root(
@@ -226,12 +239,11 @@ def test_embedded_body_part_documents_its_field_metadata() -> None:
 
     theirs, ours = documents(declare)
 
-    part = body_component(ours)[1]["properties"]["count"]
-    assert part == body_component(theirs)[1]["properties"]["count"]
-    assert part["deprecated"] is True
+    their_parts, our_parts = parts_as_fastapi_documents_them(theirs, ours)
+    assert our_parts == their_parts
 
 
-def test_body_arguments_override_the_field_metadata_and_none_clears_it() -> None:
+def test_body_arguments_and_field_metadata_are_merged_as_fastapi_merges_them() -> None:
     def declare(router: APIRouter) -> None:
         @router.post("/")
         async def root(
@@ -239,12 +251,11 @@ def test_body_arguments_override_the_field_metadata_and_none_clears_it() -> None
             cleared: Annotated[Counted, Body(title=None, description=None, examples=None)],
         ) -> None: ...
 
-    _, ours = documents(declare)
+    theirs, ours = documents(declare)
 
-    properties = body_component(ours)[1]["properties"]
-    assert properties["count"]["description"] == "From Body"
-    assert "deprecated" not in properties["count"]
-    assert properties["cleared"] == {"type": "integer", "deprecated": True, "x-a": 1}
+    their_parts, our_parts = parts_as_fastapi_documents_them(theirs, ours)
+    assert our_parts["count"]["description"] == "From Body"
+    assert our_parts == their_parts
 
 
 def test_embedded_body_part_documents_its_default() -> None:

@@ -6,7 +6,7 @@ Apart from `_openapi` so that `_plan`, which `_openapi` reads, can use it too.
 from __future__ import annotations
 
 import weakref
-from typing import Annotated, Any
+from typing import Any
 
 from pydantic.fields import FieldInfo
 
@@ -17,13 +17,12 @@ from ._shared import MISSING
 _GENERATED_BODIES: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
-def field_docs(infos: list[FieldInfo], default: Any) -> dict[str, Any]:
-    """What FastAPI documents of a body parameter beside its type: its `Field()` and
-    `Body()` merged as Pydantic merges them (a later one's explicit values win, an
-    explicit None clears), and its default unless that is None or there is none."""
+def field_docs(info: FieldInfo | None, default: Any) -> dict[str, Any]:
+    """What FastAPI documents of a body parameter beside its type: what its FieldInfo
+    (`_compat.body_field_info`) says, and its default unless that is None or there is
+    none."""
     docs: dict[str, Any] = {}
-    if infos:
-        info = FieldInfo.from_annotation(Annotated[(Any, *infos)])  # type: ignore[arg-type]
+    if info is not None:
         for key in ("title", "description", "examples"):
             value = getattr(info, key)
             if value is not None:

@@ -22,11 +22,11 @@ import msgspec
 from fastapi import params
 from fastapi.datastructures import DefaultPlaceholder
 from fastapi.sse import ServerSentEvent
-from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 from starlette.requests import Request
 from starlette.responses import Response
 
+from . import _compat
 from ._body_docs import field_docs, generated_body
 from ._models import ModelPlan, form_param, model_param
 from ._params import ParamSpec, constrained_type
@@ -284,8 +284,7 @@ def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
     if parameter.default is not EMPTY and not isinstance(parameter.default, params.Body):
         default = parameter.default
     body_type = constrained_type(strip_annotated(annotation), extra, where)
-    infos = [m for m in _param_metadata(parameter) if isinstance(m, FieldInfo)]
-    docs = field_docs(infos, default)
+    docs = field_docs(_compat.body_field_info(annotation, parameter.default), default)
     return _BodyPart(
         parameter.name, body_type, default, key, embed, media_type, docs, openapi_examples
     )
