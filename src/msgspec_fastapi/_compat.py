@@ -21,14 +21,15 @@ import inspect
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
 from functools import cache
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args, get_origin
 
 from anyio import CancelScope
 from anyio.lowlevel import checkpoint_if_cancelled
-from fastapi import Header
+from fastapi import Header, params
 from fastapi import concurrency as _fastapi_concurrency
 from fastapi import routing as _routing
 from fastapi import sse as _sse
+from fastapi._compat import copy_field_info as _copy_field_info
 from fastapi.dependencies import models as _dep_models
 from fastapi.dependencies import utils as _dep_utils
 from fastapi.dependencies import utils as _dependency_utils
@@ -38,6 +39,7 @@ from fastapi.exceptions import FastAPIError, RequestValidationError
 from fastapi.openapi import utils as _openapi_utils
 from fastapi.telemetry import _api as _telemetry
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 from starlette._exception_handler import _lookup_exception_handler
 from starlette._utils import get_route_path as _get_route_path
 from starlette.datastructures import FormData, Headers
@@ -339,6 +341,33 @@ def watch_route_changes(router: Any, on_change: Any) -> None:
 
     router._mark_routes_changed = mark_routes_changed
     router._msgspec_watched = True
+
+
+def body_field_info(annotation: Any, default: Any) -> FieldInfo | None:
+    """The FieldInfo FastAPI documents a body parameter with, as its `analyze_param`
+    picks it: the last FastAPI annotation in `Annotated`, copied as FastAPI copies it
+    (merged with a `Field()` beside it at 0.165, alone at 0.142), else a `Body()` given
+    as the default."""
+    if get_origin(annotation) is Annotated:
+        own = [
+            arg
+            for arg in get_args(annotation)[1:]
+            if isinstance(arg, (params.Param, params.Body, params.Depends))
+        ]
+        if own and isinstance(own[-1], FieldInfo):
+            return _copy_field_info(field_info=own[-1], annotation=annotation)
+    return default if isinstance(default, FieldInfo) else None
+
+
+def routes_version(router: Any) -> int:
+    """FastAPI's count of `router`'s route changes, its included routers' counted in: what
+    `FastAPI.openapi()` compares to rebuild the document when the routes changed."""
+    return router._get_routes_version()  # type: ignore[no-any-return]
+
+
+def included_routers(router: Any) -> list[Any]:
+    """The routers `router` includes directly, in inclusion order."""
+    return [inclusion_router(route) for route in router.routes if isinstance(route, IncludedRouter)]
 
 
 def replace_router_app(router: Any, app: Any) -> None:

@@ -26,6 +26,8 @@ from pydantic_core import PydanticUndefined
 from starlette.requests import Request
 from starlette.responses import Response
 
+from . import _compat
+from ._body_docs import field_docs, generated_body
 from ._models import ModelPlan, form_param, model_param
 from ._params import ParamSpec, constrained_type
 from ._shaping import ResponseShape, response_shape
@@ -263,7 +265,6 @@ def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
     embed = False
     key = parameter.name
     media_type = "application/json"
-    docs: dict[str, Any] = {}
     openapi_examples = None
     if body_info is not None:
         media_type = body_info.media_type
@@ -272,10 +273,6 @@ def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
                 f"{where}: only application/json and application/*+json bodies are "
                 f"supported, not {media_type!r}"
             )
-        for attribute in ("title", "description", "examples"):
-            value = getattr(body_info, attribute, None)
-            if value is not None:
-                docs[attribute] = value
         openapi_examples = getattr(body_info, "openapi_examples", None)
         if body_info.default_factory is not None:
             raise TypeError(f"{where}: Body(default_factory=...) is not supported")
@@ -287,6 +284,7 @@ def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
     if parameter.default is not EMPTY and not isinstance(parameter.default, params.Body):
         default = parameter.default
     body_type = constrained_type(strip_annotated(annotation), extra, where)
+    docs = field_docs(_compat.body_field_info(annotation, parameter.default), default)
     return _BodyPart(
         parameter.name, body_type, default, key, embed, media_type, docs, openapi_examples
     )
@@ -322,7 +320,8 @@ def _embedded_type(endpoint_name: str, parts: list[_BodyPart]) -> Any:
         ]
     )
     name = f"Body_{endpoint_name}_{sha256(identity).hexdigest()[:8]}"
-    return msgspec.defstruct(name, fields, rename={part.name: part.key for part in parts})
+    cls = msgspec.defstruct(name, fields, rename={part.name: part.key for part in parts})
+    return generated_body(cls)
 
 
 def _body_plan(
