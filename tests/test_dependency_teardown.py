@@ -83,6 +83,29 @@ async def function_scoped() -> AsyncIterator[str]:
         LOG.append("function-scope teardown ends")
 
 
+def context_chain(exc: BaseException | None) -> list[str]:
+    """The exception and its `__context__`s, by type."""
+    chain = []
+    while exc is not None:
+        chain.append(type(exc).__name__)
+        exc = exc.__context__
+    return chain
+
+
+async def raises_value_error() -> AsyncIterator[str]:
+    try:
+        yield "value"
+    finally:
+        raise ValueError("teardown")
+
+
+async def raises_type_error() -> AsyncIterator[str]:
+    try:
+        yield "value"
+    finally:
+        raise TypeError("teardown")
+
+
 async def run(app: FastAPI, path: str, disconnect: bool = False) -> list[Any]:
     """One GET to `app` inside a cancel scope; what happened, in order."""
     LOG.clear()
@@ -122,7 +145,7 @@ async def run(app: FastAPI, path: str, disconnect: bool = False) -> list[Any]:
             try:
                 await app(scope, receive, send)
             except BaseException as exc:
-                LOG.append(("left the app", type(exc).__name__))
+                LOG.append(("left the app", context_chain(exc)))
                 raise
         LOG.append(("cancelled caught", outer.cancelled_caught))
     except Exception as exc:
@@ -237,3 +260,18 @@ def test_a_disconnect_during_a_stream_closes_the_generator_as_in_fastapi(twin: T
     log = both(twin, build, "/stream", disconnect=True)
     assert "stream not cancelled" not in log
     assert "teardown ends" in log
+
+
+def test_an_exception_replaced_by_two_teardowns_keeps_fastapis_context_chain(
+    twin: Twin,
+) -> None:
+    def build(router: APIRouter) -> None:
+        @router.get("/replaced")
+        async def replaced(
+            outer: Annotated[str, Depends(raises_type_error)],
+            inner: Annotated[str, Depends(raises_value_error)],
+        ) -> str:
+            raise KeyError("endpoint")
+
+    log = both(twin, build, "/replaced")
+    assert ("left the app", ["TypeError", "ValueError", "KeyError"]) in log
