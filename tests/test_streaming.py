@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import fastapi.routing
-import fastapi.sse
 import msgspec
 import pydantic
 import pytest
@@ -919,8 +918,8 @@ def test_sse_status_and_dependency_headers_are_sent_as_fastapi_does(twin: Twin, 
 def test_sse_keep_alive_ping_is_sent_while_the_generator_is_idle(
     twin: Twin, tier: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # FastAPI reads the interval from fastapi.routing (imported there from fastapi.sse).
-    monkeypatch.setattr(fastapi.sse, "_PING_INTERVAL", 0.05)
+    # FastAPI reads the interval from fastapi.routing (imported there from fastapi.sse):
+    # a value set there is the one both follow.
     monkeypatch.setattr(fastapi.routing, "_PING_INTERVAL", 0.05)
 
     def build(router: APIRouter, m: Models) -> None:
@@ -1146,7 +1145,7 @@ def test_sse_stream_goes_on_when_an_event_is_still_being_sent_at_the_keep_alive_
     twin: Twin, tier: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A slow client: the first event's send outlasts the keep-alive interval."""
-    monkeypatch.setattr(fastapi.sse, "_PING_INTERVAL", 0.05)
+    monkeypatch.setattr(fastapi.routing, "_PING_INTERVAL", 0.05)
     ours, _ = routers(twin, tier)
 
     @ours.get("/s", response_class=EventSourceResponse)
