@@ -403,7 +403,7 @@ def context_path(context: Any) -> tuple[str, Any, dict[str, Any]]:
 # copy of `fastapi.sse._PING_INTERVAL` FastAPI's streaming reads), and the event schema
 # its OpenAPI documents event streams with.
 def sse_ping_interval() -> float:
-    return float(_routing._PING_INTERVAL)
+    return float(_routing._PING_INTERVAL)  # type: ignore[attr-defined]
 
 
 SSE_EVENT_SCHEMA: dict[str, Any] = _sse._SSE_EVENT_SCHEMA

@@ -178,6 +178,7 @@ def event_data(data: Any) -> str:
     encode_untyped_item(EVENT_DATA_ENCODER, data, buffer, 0)
     return buffer.decode()
 
+
 CONTAINER_NONE = 0
 CONTAINER_LIST = 1
 CONTAINER_DICT = 2
