@@ -16,8 +16,9 @@ Both twins implement one contract over a route's plan (`_plan.RoutePlan`):
 - `runtime.encode(result, msgpack)` turns an endpoint's return value into JSON (or
   MessagePack) bytes: instances
   of exactly the declared Struct class (and containers of them) are trusted and encoded
-  once, other values are validated against the declared type first (a failure raises
-  `ResponseValidationError`), and untyped routes are encoded as they are. A route with
+  once, other values are validated against the declared type first, in lax mode as
+  FastAPI validates responses (a failure raises `ResponseValidationError`), and untyped
+  routes are encoded as they are. A route with
   `response_model_*` options encodes the checked value as its `_shaping.ResponseShape`
   shapes it.
 - `RouteMatcher(route, path_regex, literal_path, convertors, endpoint, methods).match(scope)`
