@@ -1,6 +1,8 @@
 """Objects both request-path twins import, so that each exists exactly once.
 
-Nothing here runs per request except the small constructors of errors and responses.
+Nothing here runs per request except the small constructors of errors and responses,
+and helpers for the rarer values: dataclass defaults of a validated response, untyped
+stream items, a ServerSentEvent's data.
 """
 
 from __future__ import annotations
