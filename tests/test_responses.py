@@ -291,6 +291,14 @@ def test_attribute_object_with_a_numeric_string_field_is_converted(
     assert client_for(router).get("/city").json() == {"name": "Oslo", "population": 709037}
 
 
+def test_nan_string_for_a_float_response_is_sent_as_null(router: MsgspecRouter) -> None:
+    @router.get("/value", response_model=float)
+    async def value() -> Any:
+        return "nan"
+
+    assert client_for(router).get("/value").text == "null"
+
+
 def test_numeric_string_breaking_a_constraint_is_still_invalid(router: MsgspecRouter) -> None:
     @router.get("/city")
     async def city() -> City:
