@@ -42,6 +42,7 @@ from ._depplan import build_plan
 from ._openapi import merge_components, mixed_request_body, route_openapi
 from ._params import direct_param_specs, prepare_dependant
 from ._plan import (
+    BodyPlan,
     DirectPlan,
     EndpointSpec,
     OutputPlan,
@@ -257,7 +258,9 @@ class MsgspecRoute(APIRoute):
         matcher = self.twin.RouteMatcher(self, path_regex, literal, convertors, endpoint, methods)
         setattr(context, MATCHER_ATTR, matcher)
 
-    def _body_beside_fastapi(self, spec: EndpointSpec, target: Any) -> tuple[Any, str | None]:
+    def _body_beside_fastapi(
+        self, spec: EndpointSpec, target: Any
+    ) -> tuple[BodyPlan | None, str | None]:
         """The body plan where FastAPI has body fields of its own beside the route's, and
         the one body parameter read embedded (None where the body is embedded already)."""
         if spec.form is not None:
