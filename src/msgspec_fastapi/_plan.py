@@ -26,6 +26,7 @@ from pydantic_core import PydanticUndefined
 from starlette.requests import Request
 from starlette.responses import Response
 
+from . import _compat
 from ._models import ModelPlan, form_param, model_param
 from ._params import ParamSpec, constrained_type
 from ._shaping import ResponseShape, response_shape
@@ -228,6 +229,8 @@ def find_body(endpoint_name: str, parameters: list[inspect.Parameter]) -> list[i
         wants_body = explicit_body or mentions_struct(parameter.annotation)
         wants_body = wants_body or is_body_shaped(parameter.annotation)
         if wants_body and is_msgspec_json_type(strip_annotated(parameter.annotation)):
+            if body_key(parameter) is None and not mentions_struct(parameter.annotation):
+                continue  # FastAPI reads it, the msgspec body parts beside it ours
             found.append(parameter)
     return found
 
@@ -281,15 +284,27 @@ def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
             raise TypeError(f"{where}: Body(default_factory=...) is not supported")
         extra.extend(body_info.metadata)
         embed = body_info.embed is True
-        key = body_info.alias or parameter.name
         if body_info.default not in (PydanticUndefined, Ellipsis):
             default = body_info.default
     if parameter.default is not EMPTY and not isinstance(parameter.default, params.Body):
         default = parameter.default
     body_type = constrained_type(strip_annotated(annotation), extra, where)
+    key = body_key(parameter)
+    assert key is not None  # find_body leaves other validation aliases to FastAPI
     return _BodyPart(
         parameter.name, body_type, default, key, embed, media_type, docs, openapi_examples
     )
+
+
+def body_key(parameter: inspect.Parameter) -> str | None:
+    """The key FastAPI reads a body parameter by when embedded: its validation alias,
+    else its alias, else its name; None for a validation alias that is not one key
+    (AliasChoices, AliasPath), which only FastAPI reads."""
+    info = _compat.body_field_info(parameter.annotation, parameter.default)
+    validation_alias = info.validation_alias
+    if validation_alias is not None and not isinstance(validation_alias, str):
+        return None
+    return validation_alias or info.alias or parameter.name
 
 
 def _copies(value: Any) -> Callable[[], Any]:
