@@ -323,6 +323,30 @@ def test_alias_choices_on_a_body_part_are_read_by_fastapi(twin: Twin) -> None:
     assert client.post("/", json={"city": CITY}).json()["detail"][0]["loc"] == ["body", "name"]
 
 
+def test_bytes_body_without_a_content_type_is_handed_over_raw(twin: Twin) -> None:
+    router = twin.router_class()
+
+    @router.post("/")
+    async def read(data: Annotated[bytes, Body()]) -> str:
+        return data.hex()
+
+    response = client_for(router).post("/", content=b"\x00ok")
+
+    assert (response.status_code, response.json()) == (200, "006f6b")
+
+
+def test_bytes_body_sent_as_a_json_string_is_its_utf8(twin: Twin) -> None:
+    router = twin.router_class()
+
+    @router.post("/")
+    async def read(data: Annotated[bytes, Body(embed=True)]) -> str:
+        return data.hex()
+
+    response = client_for(router).post("/", json={"data": "b2s="})
+
+    assert response.json() == b"b2s=".hex()  # not base64-decoded
+
+
 def test_embedded_body_with_default_uses_it_when_the_key_is_absent(
     router: MsgspecRouter,
 ) -> None:

@@ -229,10 +229,20 @@ def find_body(endpoint_name: str, parameters: list[inspect.Parameter]) -> list[i
         wants_body = explicit_body or mentions_struct(parameter.annotation)
         wants_body = wants_body or is_body_shaped(parameter.annotation)
         if wants_body and is_msgspec_json_type(strip_annotated(parameter.annotation)):
+            if is_raw_bytes(parameter.annotation):
+                continue  # FastAPI hands over the raw body, or a JSON string's UTF-8
             if body_key(parameter) is None and not mentions_struct(parameter.annotation):
                 continue  # FastAPI reads it, the msgspec body parts beside it ours
             found.append(parameter)
     return found
+
+
+def is_raw_bytes(annotation: Any) -> bool:
+    """A `bytes` (or `bytes | None`) body parameter: FastAPI's alone, since it takes a
+    body sent without a JSON content type as it is, and a JSON string as its UTF-8
+    (msgspec would read base64)."""
+    bare = strip_annotated(annotation)
+    return (optional_inner(bare) or bare) in (bytes, bytearray)
 
 
 @dataclass(frozen=True, slots=True)
