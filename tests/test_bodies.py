@@ -308,19 +308,24 @@ def test_field_alias_on_inferred_body_parts_is_read_as_fastapi_reads_it(
 
 
 def test_alias_choices_on_a_body_part_are_read_by_fastapi(twin: Twin) -> None:
+    # FastAPI 0.165 reads any of the choices, 0.142.2 the parameter's name.
+    def declare(target: Any) -> None:
+        @target.post("/")
+        def read(
+            name: Annotated[str, Body(validation_alias=AliasChoices("name", "title"))],
+            count: Annotated[int, Body()],
+        ) -> str:
+            return f"{name} {count}"
+
     router = twin.router_class()
+    declare(router)
+    plain = APIRouter()
+    declare(plain)
+    sent = ({"title": "Mayor", "count": 2}, {"name": "Mayor", "count": 2}, {"count": 2})
 
-    @router.post("/")
-    def read(
-        name: Annotated[str, Body(validation_alias=AliasChoices("name", "title"))],
-        city: City,
-    ) -> str:
-        return f"{name} {city.name}"
-
-    client = client_for(router)
-
-    assert client.post("/", json={"title": "Mayor", "city": CITY}).json() == "Mayor Oslo"
-    assert client.post("/", json={"city": CITY}).json()["detail"][0]["loc"] == ["body", "name"]
+    ours = _answers(router, *sent)
+    assert ours == _answers(plain, *sent)
+    assert ours[1] == (200, "Mayor 2")
 
 
 def test_bytes_body_without_a_content_type_is_handed_over_raw(twin: Twin) -> None:
