@@ -126,6 +126,47 @@ def test_a_wrong_dict_value_is_located_by_its_key(cities: MsgspecRouter) -> None
     assert locs(post(cities, "/city", body)) == [["body", "scores", "bad"]]
 
 
+def test_a_wrong_dict_key_is_located_at_key_under_it_with_the_key_as_input(
+    router: MsgspecRouter,
+) -> None:
+    @router.post("/weights")
+    async def weights(weights: dict[int, float]) -> int:
+        return len(weights)
+
+    response = post(router, "/weights", {"foo": 2.2, "3": 3.3})
+
+    assert response.json()["detail"] == [
+        {
+            "type": "value_error.msgspec",
+            "loc": ["body", "foo", "[key]"],
+            "msg": "Expected `int`, got `str` - at `key` in `$`",
+            "input": "foo",
+        }
+    ]
+
+
+def test_a_wrong_dict_key_and_its_wrong_value_are_both_reported(router: MsgspecRouter) -> None:
+    @router.post("/weights")
+    async def weights(weights: dict[int, float]) -> int:
+        return len(weights)
+
+    response = post(router, "/weights", {"foo": "heavy", "3": 3.3})
+
+    assert locs(response) == [["body", "foo", "[key]"], ["body", "foo"]]
+
+
+def test_a_wrong_nested_dict_key_is_located_through_its_parents(router: MsgspecRouter) -> None:
+    @router.post("/weights")
+    async def weights(weights: dict[str, dict[int, float]]) -> int:
+        return len(weights)
+
+    response = post(router, "/weights", {"a": {"1": 1.0, "foo": 2.0}})
+
+    assert [(e["loc"], e["input"]) for e in response.json()["detail"]] == [
+        (["body", "a", "foo", "[key]"], "foo")
+    ]
+
+
 def test_a_renamed_field_is_located_by_its_encoded_name(router: MsgspecRouter) -> None:
     @router.post("/renamed")
     async def renamed(item: Renamed) -> int:

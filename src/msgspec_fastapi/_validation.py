@@ -249,8 +249,11 @@ class _Walk:
             for key, item in value.items():
                 if self.full():
                     return
-                if self.checker.problem(key_type, key) is not None:
-                    continue  # msgspec names no key; the container error stands for it
+                problem = self.checker.key_problem(key_type, key)
+                if problem is not None:
+                    # As Pydantic: the key at `[key]` under its own name, then its value.
+                    where = (*loc, key, "[key]")
+                    self.add(where, f"{problem} - at `key` in `{path_text(loc)}`", key)
                 self.check(value_type, item, (*loc, key))
         elif origin in (Union, UnionType):
             members = [arg for arg in args if arg is not NoneType]
@@ -290,7 +293,7 @@ class BodyErrors:
     """Turns a body's failed decoding into FastAPI's 422; built once per body type and
     format (JSON, or MessagePack with `msgpack=True`)."""
 
-    __slots__ = ("decode_type", "decoders", "fields", "msgpack")
+    __slots__ = ("decode_type", "decoders", "fields", "key_types", "msgpack")
 
     def __init__(self, decode_type: Any, msgpack: bool = False) -> None:
         self.decode_type = decode_type
@@ -299,6 +302,8 @@ class BodyErrors:
         # that the id stays its own. Filled on the error path, once per type.
         self.decoders: dict[int, tuple[Any, Any]] = {}
         self.fields: dict[type, tuple[msgspec.structs.FieldInfo, ...]] = {}
+        # By the key type's id: a dict of such keys, to check one key as a key.
+        self.key_types: dict[int, tuple[Any, Any]] = {}
 
     def fields_of(self, cls: type[msgspec.Struct]) -> tuple[msgspec.structs.FieldInfo, ...]:
         found = self.fields.get(cls)
@@ -321,6 +326,16 @@ class BodyErrors:
         except msgspec.ValidationError as exc:
             return str(exc)
         return None
+
+    def key_problem(self, key_type: Any, key: Any) -> str | None:
+        """msgspec's message (without its path) for `key` read as a dict key of
+        `key_type`, or None when it is valid. A JSON key is a string, which msgspec reads
+        as a number or another type only where it is a dict's key."""
+        entry = self.key_types.get(id(key_type))
+        if entry is None:
+            entry = self.key_types[id(key_type)] = (key_type, dict[key_type, Any])  # type: ignore[valid-type]
+        problem = self.problem(entry[1], {key: None})
+        return None if problem is None else split_message(problem)[0]
 
     def __call__(self, exc: msgspec.ValidationError, raw: bytes) -> RequestValidationError:
         """The 422 for `raw`, which failed with `exc`; raises the 400 if it is malformed."""
