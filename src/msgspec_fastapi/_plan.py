@@ -374,6 +374,7 @@ def _body_plan(
     # As FastAPI: the parts' media type when they agree, else application/json; examples
     # of the whole body only for a body that is not embedded.
     media_types = {part.media_type for part in parts}
+    keys = tuple(part.key for part in parts) if embedded else ()
     return BodyPlan(
         tuple(part.name for part in parts),
         decoder,
@@ -381,9 +382,9 @@ def _body_plan(
         default,
         embedded,
         required,
-        BodyErrors(decode_type),
+        BodyErrors(decode_type, parts=keys),
         msgpack_decoder,
-        BodyErrors(decode_type, msgpack=True) if msgpack else None,
+        BodyErrors(decode_type, msgpack=True, parts=keys) if msgpack else None,
         media_type=media_types.pop() if len(media_types) == 1 else "application/json",
         docs={} if embedded else parts[0].docs,
         part_docs={part.key: part.docs for part in parts if embedded and part.docs},

@@ -260,6 +260,22 @@ class _Walk:
             if value is not None and len(members) == 1:
                 self.check(members[0], value, loc)
 
+    def parts(self, cls: type[msgspec.Struct], value: Any) -> None:
+        """An embedded body's parts, in the order of the parameters, as FastAPI reads
+        each from the body with `.get`: a missing required part has no input, and a body
+        that is no object (a list, a number) misses every part, even those with defaults."""
+        fields = {field.encode_name: field for field in self.checker.fields_of(cls)}
+        for key in self.checker.parts:
+            if self.full():
+                return
+            field = fields[key]
+            if not isinstance(value, dict):
+                self.add((key,), "", None, missing=True)
+            elif key in value:
+                self.check(field.type, value[key], (key,))
+            elif field.required:
+                self.add((key,), "", None, missing=True)
+
     def fields(self, cls: type[msgspec.Struct], value: dict[str, Any], loc: Loc) -> None:
         names = set()
         for field in self.checker.fields_of(cls):
@@ -293,11 +309,15 @@ class BodyErrors:
     """Turns a body's failed decoding into FastAPI's 422; built once per body type and
     format (JSON, or MessagePack with `msgpack=True`)."""
 
-    __slots__ = ("decode_type", "decoders", "fields", "key_types", "msgpack")
+    __slots__ = ("decode_type", "decoders", "fields", "key_types", "msgpack", "parts")
 
-    def __init__(self, decode_type: Any, msgpack: bool = False) -> None:
+    def __init__(
+        self, decode_type: Any, msgpack: bool = False, parts: tuple[str, ...] = ()
+    ) -> None:
         self.decode_type = decode_type
         self.msgpack = msgpack
+        # An embedded body's keys, in the order of its parameters; () for another body.
+        self.parts = parts
         # By the annotation's id (typing objects hash slowly), holding the annotation so
         # that the id stays its own. Filled on the error path, once per type.
         self.decoders: dict[int, tuple[Any, Any]] = {}
@@ -351,7 +371,9 @@ class BodyErrors:
         start = first[0] if first and isinstance(first[0], int) else 0
         bare, constrained = _strip(self.decode_type)
         try:
-            if not constrained:
+            if self.parts:
+                walk.parts(bare, data)
+            elif not constrained:
                 walk.descend(bare, data, (), start)
         except RecursionError:
             walk.errors.clear()  # a recursive type nested deeper than the walk can go
