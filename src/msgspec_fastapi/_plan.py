@@ -274,7 +274,6 @@ def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
     extra = [m for m in annotated_metadata(annotation) if not isinstance(m, params.Body)]
     default: Any = MISSING
     embed = False
-    key = parameter.name
     media_type = "application/json"
     docs: dict[str, Any] = {}
     openapi_examples = None
@@ -300,7 +299,10 @@ def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
         default = parameter.default
     body_type = constrained_type(strip_annotated(annotation), extra, where)
     key = body_key(parameter)
-    assert key is not None  # find_body leaves other validation aliases to FastAPI
+    if key is None:  # only FastAPI reads such a part, and it cannot read a Struct
+        raise TypeError(
+            f"{where}: a msgspec type is read from one key, not from AliasChoices or AliasPath"
+        )
     return _BodyPart(
         parameter.name, body_type, default, key, embed, media_type, docs, openapi_examples
     )

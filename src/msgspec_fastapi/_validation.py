@@ -353,7 +353,7 @@ class BodyErrors:
         as a number or another type only where it is a dict's key."""
         entry = self.key_types.get(id(key_type))
         if entry is None:
-            entry = self.key_types[id(key_type)] = (key_type, dict[key_type, Any])  # type: ignore[valid-type]
+            entry = self.key_types[id(key_type)] = (key_type, dict[key_type, Any])
         problem = self.problem(entry[1], {key: None})
         return None if problem is None else split_message(problem)[0]
 
