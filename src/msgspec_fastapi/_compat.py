@@ -220,6 +220,41 @@ def replace_validator(
     field.validate = validate
 
 
+def body_field_info(annotation: Any, default: Any) -> FieldInfo:
+    """The FieldInfo FastAPI reads a body parameter by (its alias, validation alias),
+    chosen as `analyze_param` chooses it: the last Body (or other parameter) in
+    `Annotated`, merged with the Field()s there by FastAPI's `copy_field_info` (0.165
+    takes their alias, 0.142.2 only their constraints); else a Body default; else the
+    Body FastAPI infers, into which 0.165 merges the Field()s too
+    (`inferred_body_merges_fields`). Never mutates the parameter's own FieldInfo."""
+    metadata = get_args(annotation)[1:] if get_origin(annotation) is Annotated else ()
+    specific = [m for m in metadata if isinstance(m, (params.Param, params.Body, params.Depends))]
+    if specific and isinstance(specific[-1], FieldInfo):
+        return _copy_field_info(field_info=specific[-1], annotation=annotation)
+    if isinstance(default, FieldInfo):
+        return default
+    inferred = params.Body(annotation=annotation)
+    if metadata and inferred_body_merges_fields():
+        return _copy_field_info(field_info=inferred, annotation=annotation)
+    return inferred
+
+
+@cache
+def inferred_body_merges_fields() -> bool:
+    """Whether FastAPI reads a body parameter without Body() by the alias of a Field()
+    in its `Annotated` (0.165) or by its own name (0.142.2); asked of FastAPI's own
+    parameter analysis, once."""
+
+    def endpoint(**values: Any) -> None:
+        """Takes one inferred body parameter, as its signature says."""
+
+    annotation = Annotated[list[int], FieldInfo(alias="probe_alias")]
+    parameter = inspect.Parameter("probe", inspect.Parameter.KEYWORD_ONLY, annotation=annotation)
+    endpoint.__signature__ = inspect.Signature([parameter])  # type: ignore[attr-defined]
+    dependant = get_dependant(path="/", call=endpoint)
+    return bool(dependant.body_params[0].alias == "probe_alias")
+
+
 @cache
 def header_model_errors_by_header_name() -> bool:
     """Whether FastAPI locates a header model's field errors by the header's name
@@ -343,22 +378,6 @@ def watch_route_changes(router: Any, on_change: Any) -> None:
     router._msgspec_watched = True
 
 
-def body_field_info(annotation: Any, default: Any) -> FieldInfo | None:
-    """The FieldInfo FastAPI documents a body parameter with, as its `analyze_param`
-    picks it: the last FastAPI annotation in `Annotated`, copied as FastAPI copies it
-    (merged with a `Field()` beside it at 0.165, alone at 0.142), else a `Body()` given
-    as the default."""
-    if get_origin(annotation) is Annotated:
-        own = [
-            arg
-            for arg in get_args(annotation)[1:]
-            if isinstance(arg, (params.Param, params.Body, params.Depends))
-        ]
-        if own and isinstance(own[-1], FieldInfo):
-            return _copy_field_info(field_info=own[-1], annotation=annotation)
-    return default if isinstance(default, FieldInfo) else None
-
-
 def routes_version(router: Any) -> int:
     """FastAPI's count of `router`'s route changes, its included routers' counted in: what
     `FastAPI.openapi()` compares to rebuild the document when the routes changed."""
@@ -428,10 +447,11 @@ def context_path(context: Any) -> tuple[str, Any, dict[str, Any]]:
 
 
 # Server-sent events (FastAPI 0.135+): the idle time after which FastAPI sends a keep-alive
-# comment, read per stream so that a patched value applies, and the event schema its
-# OpenAPI documents event streams with.
+# comment, read per stream so that a patched value applies (from `fastapi.routing`, whose
+# copy of `fastapi.sse._PING_INTERVAL` FastAPI's streaming reads), and the event schema
+# its OpenAPI documents event streams with.
 def sse_ping_interval() -> float:
-    return float(_sse._PING_INTERVAL)
+    return float(_routing._PING_INTERVAL)  # type: ignore[attr-defined]
 
 
 SSE_EVENT_SCHEMA: dict[str, Any] = _sse._SSE_EVENT_SCHEMA

@@ -54,6 +54,7 @@ from ._types import (
     admits_any,
     annotated_metadata,
     endpoint_hints,
+    has_dataclass_defaults,
     is_body_shaped,
     is_coroutine_endpoint,
     is_generator_endpoint,
@@ -118,6 +119,9 @@ class OutputPlan:
     admits_any: bool = False
     # The response_model_* options (mode OUTPUT_SHAPED): applied to each checked value.
     shape: ResponseShape | None = None
+    # Some part of the type is a dataclass with a default value, which a validated value
+    # must be given where msgspec left it out (`_shared.fill_dataclass_defaults`).
+    fills_defaults: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,8 +234,20 @@ def find_body(endpoint_name: str, parameters: list[inspect.Parameter]) -> list[i
         wants_body = explicit_body or mentions_struct(parameter.annotation)
         wants_body = wants_body or is_body_shaped(parameter.annotation)
         if wants_body and is_msgspec_json_type(strip_annotated(parameter.annotation)):
+            if is_raw_bytes(parameter.annotation):
+                continue  # FastAPI hands over the raw body, or a JSON string's UTF-8
+            if body_key(parameter) is None and not mentions_struct(parameter.annotation):
+                continue  # FastAPI reads it, the msgspec body parts beside it ours
             found.append(parameter)
     return found
+
+
+def is_raw_bytes(annotation: Any) -> bool:
+    """A `bytes` (or `bytes | None`) body parameter: FastAPI's alone, since it takes a
+    body sent without a JSON content type as it is, and a JSON string as its UTF-8
+    (msgspec would read base64)."""
+    bare = strip_annotated(annotation)
+    return (optional_inner(bare) or bare) in (bytes, bytearray)
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +279,6 @@ def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
     extra = [m for m in annotated_metadata(annotation) if not isinstance(m, params.Body)]
     default: Any = MISSING
     embed = False
-    key = parameter.name
     media_type = "application/json"
     openapi_examples = None
     if body_info is not None:
@@ -278,16 +293,31 @@ def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
             raise TypeError(f"{where}: Body(default_factory=...) is not supported")
         extra.extend(body_info.metadata)
         embed = body_info.embed is True
-        key = body_info.alias or parameter.name
         if body_info.default not in (PydanticUndefined, Ellipsis):
             default = body_info.default
     if parameter.default is not EMPTY and not isinstance(parameter.default, params.Body):
         default = parameter.default
     body_type = constrained_type(strip_annotated(annotation), extra, where)
     docs = field_docs(_compat.body_field_info(annotation, parameter.default), default)
+    key = body_key(parameter)
+    if key is None:  # only FastAPI reads such a part, and it cannot read a Struct
+        raise TypeError(
+            f"{where}: a msgspec type is read from one key, not from AliasChoices or AliasPath"
+        )
     return _BodyPart(
         parameter.name, body_type, default, key, embed, media_type, docs, openapi_examples
     )
+
+
+def body_key(parameter: inspect.Parameter) -> str | None:
+    """The key FastAPI reads a body parameter by when embedded: its validation alias,
+    else its alias, else its name; None for a validation alias that is not one key
+    (AliasChoices, AliasPath), which only FastAPI reads."""
+    info = _compat.body_field_info(parameter.annotation, parameter.default)
+    validation_alias = info.validation_alias
+    if validation_alias is not None and not isinstance(validation_alias, str):
+        return None
+    return validation_alias or info.alias or parameter.name
 
 
 def _copies(value: Any) -> Callable[[], Any]:
@@ -348,6 +378,7 @@ def _body_plan(
     # As FastAPI: the parts' media type when they agree, else application/json; examples
     # of the whole body only for a body that is not embedded.
     media_types = {part.media_type for part in parts}
+    keys = tuple(part.key for part in parts) if embedded else ()
     return BodyPlan(
         tuple(part.name for part in parts),
         decoder,
@@ -355,9 +386,9 @@ def _body_plan(
         default,
         embedded,
         required,
-        BodyErrors(decode_type),
+        BodyErrors(decode_type, parts=keys),
         msgpack_decoder,
-        BodyErrors(decode_type, msgpack=True) if msgpack else None,
+        BodyErrors(decode_type, msgpack=True, parts=keys) if msgpack else None,
         media_type=media_types.pop() if len(media_types) == 1 else "application/json",
         docs={} if embedded else parts[0].docs,
         part_docs={part.key: part.docs for part in parts if embedded and part.docs},
@@ -394,6 +425,12 @@ def _trust(output_type: Any) -> tuple[type | None, int]:
     return None, CONTAINER_NONE
 
 
+def _output_decoder(output_type: Any) -> msgspec.json.Decoder[Any]:
+    """The decoder that validates a response's JSON round trip: in lax mode (strings to
+    numbers and booleans, numbers to datetimes), as FastAPI validates responses."""
+    return msgspec.json.Decoder(type=output_type, strict=False)
+
+
 def _output_mode(trusted_class: type | None, shape: ResponseShape | None) -> int:
     if shape is not None:
         return OUTPUT_SHAPED
@@ -420,12 +457,13 @@ def _stream_plan(
     return OutputPlan(
         _output_mode(trusted_class, shape),
         _TYPED_ENCODER,
-        msgspec.json.Decoder(type=item_type),
+        _output_decoder(item_type),
         item_type,
         trusted_class,
         container,
         stream=kind,
         admits_any=admits_any(item_type),
+        fills_defaults=has_dataclass_defaults(item_type),
         shape=shape,
     )
 
@@ -450,12 +488,13 @@ def _output_plan(
         return OutputPlan(
             _output_mode(trusted_class, shape),
             _TYPED_ENCODER,
-            msgspec.json.Decoder(type=output_type),
+            _output_decoder(output_type),
             output_type,
             trusted_class,
             container,
             _TYPED_MSGPACK_ENCODER if msgpack else None,
             admits_any=admits_any(output_type),
+            fills_defaults=has_dataclass_defaults(output_type),
             shape=shape,
         )
     if output_type in (EMPTY, None) and untyped_allowed and not mentions_pydantic(return_type):
