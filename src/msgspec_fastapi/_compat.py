@@ -552,6 +552,8 @@ class _ScopeOnly:
 # 0.165 shields the teardown of async generator dependencies (none before).
 _shielded_exit: Any = getattr(_fastapi_concurrency, "_asynccontextmanager_with_shielded_exit", None)
 _CLEANUP_SCOPES_KEY = "fastapi_async_cleanup_scopes"
+# Whether FastAPI shields async generator teardowns (0.165), for `_teardown`.
+SHIELDS_ASYNC_TEARDOWN = _shielded_exit is not None
 
 
 class _ShieldedExit:

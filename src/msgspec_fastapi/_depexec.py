@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from anyio import CancelScope
 from fastapi.background import BackgroundTasks
 from fastapi.security import SecurityScopes
 from starlette.concurrency import run_in_threadpool
@@ -34,6 +35,7 @@ from starlette.types import Message, Receive, Scope, Send
 from ._compat import (
     FUNCTION_STACK_KEY,
     REQUEST_STACK_KEY,
+    SHIELDS_ASYNC_TEARDOWN,
     cache_request_body,
     run_in_exit_stacks,
     solve_generator,
@@ -43,6 +45,7 @@ from ._errors import handle_route_exception
 from ._plan import RoutePlan
 from ._shared import (
     DEP_ASYNC,
+    DEP_ASYNC_GENERATOR,
     DEP_GENERATOR,
     MISSING,
     SPECIAL_BACKGROUND,
@@ -52,6 +55,7 @@ from ._shared import (
     ClientDisconnect,
     RequestValidationError,
 )
+from ._teardown import Teardown, run_with_teardowns
 from ._validation import received_body
 
 # Plans per route for override sets seen lately; older ones are rebuilt when needed.
@@ -63,6 +67,9 @@ class RequestState:
 
     __slots__ = (
         "body",
+        "cleanup",
+        "exits",
+        "function_exits",
         "raw",
         "receive",
         "request",
@@ -87,6 +94,11 @@ class RequestState:
         # Steps that cannot be called for want of a body part another part's error kept
         # from being decoded; counted with the errors, so that their parents skip too.
         self.skipped = 0
+        # Teardowns of async generators set up by hand (`_teardown`), on the request's
+        # and on the function's scope, and the cleanup scope FastAPI 0.165 enters first.
+        self.exits: list[Teardown] | None = None
+        self.function_exits: list[Teardown] | None = None
+        self.cleanup: CancelScope | None = None
 
     def get_request(self) -> Request:
         request = self.request
@@ -163,6 +175,36 @@ def body_errors(body: RequestValidationError, keys: frozenset[str] | None) -> li
     if keys is None:
         return list(errors)
     return [error for error in errors if len(error["loc"]) < 2 or error["loc"][1] in keys]
+
+
+async def enter_async_generator(step: Step, kwargs: dict[str, Any], state: RequestState) -> Any:
+    """Set up an async generator dependency as FastAPI's wrappers would (the generator
+    made, on 0.165 the request's cleanup scope entered before the first one, then run to
+    its yield) and keep its teardown for `_teardown.run_with_teardowns`."""
+    gen = step.call(**kwargs)
+    cleanup = None
+    was_shielded = False
+    if SHIELDS_ASYNC_TEARDOWN:
+        cleanup = state.cleanup
+        if cleanup is None:
+            cleanup = state.cleanup = CancelScope()
+            cleanup.__enter__()
+        was_shielded = cleanup.shield
+    try:
+        value = await anext(gen)
+    except StopAsyncIteration:
+        raise RuntimeError("generator didn't yield") from None
+    teardown = Teardown(gen, cleanup, was_shielded)
+    if step.function_stack:
+        if state.function_exits is None:
+            state.function_exits = [teardown]
+        else:
+            state.function_exits.append(teardown)
+    elif state.exits is None:
+        state.exits = [teardown]
+    else:
+        state.exits.append(teardown)
+    return value
 
 
 async def call_step(step: Step, kwargs: dict[str, Any], scope: Scope) -> Any:
@@ -268,6 +310,8 @@ class DependencyRoute:
                 runtime.check_declared_length(scope["headers"])
             if plan.uses_stacks:
                 await self.run_in_stacks(plan, state)
+            elif plan.teardowns:
+                await run_with_teardowns(state, self.solve, plan, state)
             else:
                 response = await self.solve(plan, state)
                 await response(scope, receive, state.track)
@@ -306,7 +350,9 @@ class DependencyRoute:
                     values[i] = cached
                     continue
             kind = step.kind
-            if step.concurrency is not None or kind == DEP_GENERATOR:
+            if kind == DEP_ASYNC_GENERATOR:
+                result = await enter_async_generator(step, kwargs, state)
+            elif step.concurrency is not None or kind == DEP_GENERATOR:
                 result = await call_step(step, kwargs, scope)
             elif kind == DEP_ASYNC:
                 result = await step.call(**kwargs)

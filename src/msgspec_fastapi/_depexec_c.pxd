@@ -14,6 +14,9 @@ cdef class RequestState:
     cdef public object tasks
     cdef public bint started
     cdef public Py_ssize_t skipped
+    cdef public object exits
+    cdef public object function_exits
+    cdef public object cleanup
 
     cpdef object get_request(self)
     cpdef object get_sub_response(self)

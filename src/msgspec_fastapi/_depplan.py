@@ -29,6 +29,7 @@ from ._params import direct_param_specs, prepare_dependant
 from ._plan import DirectPlan, EndpointSpec, RoutePlan
 from ._shared import (
     DEP_ASYNC,
+    DEP_ASYNC_GENERATOR,
     DEP_GENERATOR,
     DEP_THREAD,
     SPECIAL_BACKGROUND,
@@ -53,7 +54,7 @@ class Step:
     """
 
     call: Callable[..., Any]
-    kind: int  # DEP_ASYNC, DEP_THREAD or DEP_GENERATOR
+    kind: int  # DEP_ASYNC, DEP_THREAD, DEP_GENERATOR or DEP_ASYNC_GENERATOR
     dependant: Any  # the Dependant FastAPI's generator wrappers are given
     key: int  # cache slot
     use_cache: bool
@@ -77,9 +78,13 @@ class DepPlan:
     steps: tuple[Step, ...]
     endpoint: Step
     n_keys: int
-    # Whether FastAPI's two exit stacks can be observed: by a generator, or by a step
-    # given the request (third-party code pushes onto them); else they are left out.
+    # Whether FastAPI's two exit stacks are made: for a step given the request (code
+    # holding the scope can push onto them), or for a generator FastAPI's wrappers enter
+    # (a sync one, or one with a concurrency limit); else they are left out.
     uses_stacks: bool
+    # Whether, without the stacks, async generator steps (DEP_ASYNC_GENERATOR) leave
+    # teardowns to close (`_teardown`).
+    teardowns: bool
     # Every (callable, what the overrides resolved it to) the build looked up.
     probes: tuple[tuple[Any, Any], ...]
 
@@ -98,6 +103,7 @@ class _Builder:
         self.keys: dict[Any, int] = {}
         self.probes: list[tuple[Any, Any]] = []
         self.uses_stacks = False
+        self.async_generators = False
         self.models = {plan.name: plan for plan in spec.models}
         body = spec.body
         self.embedded = body is not None and body.embedded
@@ -142,7 +148,12 @@ class _Builder:
         self.check(use_sub)
         received = self.solve(use_sub)
         call = use_sub.call
-        if _compat.is_gen_callable(call) or _compat.is_async_gen_callable(call):
+        concurrency = getattr(use_sub, "concurrency", None)
+        if _compat.is_async_gen_callable(call) and concurrency is None:
+            # Set up and closed by hand, unless the stacks are made after all (build_plan).
+            kind = DEP_ASYNC_GENERATOR
+            self.async_generators = True
+        elif _compat.is_gen_callable(call) or _compat.is_async_gen_callable(call):
             kind = DEP_GENERATOR
             self.uses_stacks = True
         elif _compat.is_coroutine_callable(call):
@@ -174,7 +185,7 @@ class _Builder:
                 use_cache=sub.use_cache,
                 first=first,
                 function_stack=sub.scope == "function",
-                concurrency=getattr(use_sub, "concurrency", None),
+                concurrency=concurrency,
                 steps=tuple(received),
                 params=self.params_of(use_sub, models),
                 has_models=bool(models),
@@ -286,11 +297,19 @@ def build_plan(
     except Refused:
         return None, tuple(builder.probes)
     probes = tuple(builder.probes)
+    steps = tuple(builder.steps)
+    if builder.uses_stacks:
+        # With the stacks made, every generator goes on them with FastAPI's wrappers.
+        steps = tuple(
+            replace(step, kind=DEP_GENERATOR) if step.kind == DEP_ASYNC_GENERATOR else step
+            for step in steps
+        )
     plan = DepPlan(
-        steps=tuple(builder.steps),
+        steps=steps,
         endpoint=endpoint,
         n_keys=len(builder.keys),
         uses_stacks=builder.uses_stacks,
+        teardowns=builder.async_generators and not builder.uses_stacks,
         probes=probes,
     )
     return plan, probes

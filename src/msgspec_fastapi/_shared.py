@@ -194,10 +194,12 @@ PARAM_COOKIE = 3
 PARAM_FORM = 4  # a form model (never a direct-tier parameter)
 
 # How a dependency plan's step is called (`_depplan.Step.kind`): awaited, in the threadpool,
-# or entered as a generator on an exit stack (for the endpoint: called, making a stream).
+# entered as a generator on an exit stack with FastAPI's wrappers (for the endpoint:
+# called, making a stream), or an async generator set up and closed by hand (`_teardown`).
 DEP_ASYNC = 0
 DEP_THREAD = 1
 DEP_GENERATOR = 2
+DEP_ASYNC_GENERATOR = 3
 
 # The special objects a step may receive (`_depplan.Step.specials`).
 SPECIAL_REQUEST = 0  # the request (Request or HTTPConnection)
