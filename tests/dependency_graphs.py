@@ -1066,10 +1066,9 @@ def make_call(r: Random, graph: Graph) -> Call:
         if where == "path" or _chance(r, 4):
             continue
         if where == "query":
-            # An invalid item of a list[int] is located without its index on our side
-            # (KNOWN["list item error location"]): only valid items are sent to one.
-            pool = INT_ITEMS if types == {"list[int]"} else QUERY_VALUES
-            query += [(key, r.choice(pool)) for _ in range(r.randint(1, 2))]
+            # A list[int] gets a valid item most often, so that its other items count.
+            pool = INT_ITEMS + QUERY_VALUES if types == {"list[int]"} else QUERY_VALUES
+            query += [(key, r.choice(pool)) for _ in range(r.randint(1, 3))]
         elif where == "header":
             headers.append((key, r.choice(HEADER_VALUES)))
         else:

@@ -348,14 +348,7 @@ def test_a_dependency_that_takes_the_body_may_override_itself() -> None:
     run_exactly(Case(g, (Call(body=VALID_BODY, overrides=(("d0", "d0"),)),)))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Divergence,
-    reason="bug: an invalid item of a list[int] query parameter is reported at "
-    "['query', key] without the item's index (FastAPI: ['query', key, index]), one error "
-    "for the whole list, on both tiers",
-)
-def test_an_invalid_list_item_is_located_by_its_index() -> None:
+def test_every_invalid_list_item_is_located_by_its_index() -> None:
     g = graph(Node("d0", "sync", (query("q0", "list[int]", False),)), endpoint=(dep("d0"),))
     run_exactly(Case(g, (Call(query=(("q0", "1"), ("q0", "x"), ("q0", "y"))),)))
 
