@@ -1015,16 +1015,15 @@ def _body_holders(graph: Graph) -> set[str]:
 
 
 def _add_overrides(r: Random, graph: Graph, drafting: _Drafting) -> Graph:
-    """Replacement callables and the nodes they may replace: none at or above the body
-    (with such an override the body is still validated: a known difference, see the
-    differential test), and nothing an override reaches (so that no set of overrides
-    makes a cycle). Overrides take no body (README: an override that takes a msgspec type
-    is not supported)."""
+    """Replacement callables and the nodes they may replace (the body's taker and those
+    above it too, each also by itself), and nothing an override reaches (so that no set
+    of overrides makes a cycle). Overrides take no body and reach none (docs: an override
+    that takes a msgspec type, itself or below, is not supported)."""
     if _chance(r, 2):
         return graph
     holders = _body_holders(graph)
     above_body = {n.name for n in graph.nodes if reach(graph, n.name) & holders}
-    keys = [n.name for n in graph.nodes if n.name not in above_body]
+    keys = [n.name for n in graph.nodes]
     if not keys:
         return graph
     overridable = r.sample(keys, min(len(keys), r.randint(1, 3)))

@@ -36,11 +36,60 @@ from ._shared import (
     SPECIAL_RESPONSE,
     SPECIAL_SCOPES,
     STREAM_NONE,
+    RequestValidationError,
 )
 
 
 class Refused(Exception):
     """Something in the tree the plan cannot reproduce exactly."""
+
+
+class BodyParts:
+    """The parts of an embedded body one by one, for when it failed as a whole.
+
+    FastAPI validates each dependency's parts at its turn: a dependency whose parts are
+    valid is called even when another part of the body is invalid (or is taken by no
+    dependency, its taker overridden). The request path decodes the body in one pass;
+    only when that fails are the parts decoded each on its own, from the body as
+    received, with a decoder of a Struct of that one field (its default, its key).
+    """
+
+    __slots__ = ("decoders",)
+
+    def __init__(self, decode_type: Any) -> None:
+        # (parameter name, key in the body, decoder of a Struct of that one field)
+        self.decoders: tuple[tuple[str, str, msgspec.json.Decoder[Any]], ...] = tuple(
+            (field.name, field.encode_name, msgspec.json.Decoder(_one_field(decode_type, field)))
+            for field in msgspec.structs.fields(decode_type)
+        )
+
+    def valid(self, error: RequestValidationError, raw: bytes | None) -> dict[str, Any]:
+        """The valid parts of the body that failed with `error` (by parameter name)."""
+        received = error.body
+        if not raw:
+            received = {}
+        elif not isinstance(received, dict):
+            return {}  # not an object, or not decoded (a number out of range)
+        found: dict[str, Any] = {}
+        for name, key, decoder in self.decoders:
+            part = {key: received[key]} if key in received else {}
+            try:
+                found[name] = getattr(decoder.decode(msgspec.json.encode(part)), name)
+            except (msgspec.ValidationError, msgspec.EncodeError):
+                continue
+        return found
+
+
+def _one_field(decode_type: Any, field: msgspec.structs.FieldInfo) -> Any:
+    if field.required:
+        spec: tuple[Any, ...] = (field.name, field.type)
+    elif field.default_factory is not msgspec.NODEFAULT:
+        spec = (field.name, field.type, msgspec.field(default_factory=field.default_factory))
+    else:
+        spec = (field.name, field.type, field.default)
+    return msgspec.defstruct(
+        f"{decode_type.__name__}_{field.name}", [spec], rename={field.name: field.encode_name}
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +116,7 @@ class Step:
     body: tuple[tuple[str, str | None], ...]
     # The encoded keys of its body parts (None: the whole body), to pick its errors.
     body_keys: frozenset[str] | None
+    parts: BodyParts | None  # an embedded body's parts, for a body that failed whole
     specials: tuple[tuple[str, int, tuple[str, ...]], ...]  # (argument, SPECIAL_*, scopes)
 
 
@@ -102,10 +152,12 @@ class _Builder:
         body = spec.body
         self.embedded = body is not None and body.embedded
         self.aliases: dict[str, str] = {}
+        self.parts: BodyParts | None = None
         if body is not None and body.embedded:
             self.aliases = {
                 field.name: field.encode_name for field in msgspec.structs.fields(body.decode_type)
             }
+            self.parts = BodyParts(body.decode_type)
 
     def check(self, dependant: Any) -> None:
         unknown = _compat.dependant_fields(dependant) - _compat.KNOWN_DEPENDANT_FIELDS
@@ -127,6 +179,11 @@ class _Builder:
                 except TypeError as exc:  # an unhashable call: FastAPI fails too
                     raise Refused from exc
                 self.probes.append((call, resolved))
+                unwrapped = unwrap_stand_in(call)
+                if unwrapped is not None and resolved == unwrapped[0]:
+                    # A dependency that takes msgspec types, overriding itself: its
+                    # stand-in is what FastAPI can read of it.
+                    resolved = call
                 try:
                     use_sub = _compat.rebuild_dependant(sub, resolved)
                     prepare_dependant(use_sub)
@@ -180,18 +237,11 @@ class _Builder:
                 has_models=bool(models),
                 body=body,
                 body_keys=self.body_keys(body),
+                parts=self.parts if body else None,
                 specials=self.specials(use_sub, own_request, own_response=True),
             )
         )
         return len(self.steps) - 1
-
-    def check_body_taken(self, steps: list[Step]) -> None:
-        """An embedded body is decoded whole: a part no step takes (its dependency
-        overridden) could fail the others', which FastAPI would not validate."""
-        if self.embedded:
-            taken = {name for step in steps for name, _ in step.body}
-            if taken != set(self.aliases):
-                raise Refused
 
     def params_of(self, dependant: Any, models: tuple[tuple[str, str], ...]) -> Any:
         specs = direct_param_specs(dependant)
@@ -262,6 +312,7 @@ class _Builder:
             has_models=bool(models),
             body=body,
             body_keys=self.body_keys(body),
+            parts=self.parts if body else None,
             # The wrapper's own Request and Response are not the endpoint's.
             specials=self.specials(
                 root, not spec.injected_request, own_response=not spec.injected_response
@@ -282,7 +333,6 @@ def build_plan(
     builder = _Builder(spec, overrides, make_runtime)
     try:
         endpoint = builder.endpoint(root)
-        builder.check_body_taken([*builder.steps, endpoint])
     except Refused:
         return None, tuple(builder.probes)
     probes = tuple(builder.probes)
