@@ -140,8 +140,12 @@ class _Builder:
         spec: EndpointSpec,
         overrides: Mapping[Any, Any] | None,
         make_runtime: Callable[[RoutePlan], Any],
+        errors_only: bool = False,
     ) -> None:
         self.spec = spec
+        # A plan only for the order of a delegated route's errors: FastAPI validates the
+        # parameters (`_deperrors`), so any it can validate will do.
+        self.errors_only = errors_only
         self.overrides = overrides
         self.make_runtime = make_runtime
         self.steps: list[Step] = []
@@ -244,7 +248,7 @@ class _Builder:
         return len(self.steps) - 1
 
     def params_of(self, dependant: Any, models: tuple[tuple[str, str], ...]) -> Any:
-        specs = direct_param_specs(dependant)
+        specs = () if self.errors_only else direct_param_specs(dependant)
         if specs is None:
             raise Refused
         plans: list[ModelPlan] = [replace(self.models[key], name=name) for name, key in models]
@@ -325,12 +329,15 @@ def build_plan(
     spec: EndpointSpec,
     overrides: Mapping[Any, Any] | None,
     make_runtime: Callable[[RoutePlan], Any],
+    errors_only: bool = False,
 ) -> tuple[DepPlan | None, tuple[tuple[Any, Any], ...]]:
     """The plan of a route whose FastAPI Dependant is `root` (its endpoint the wrapper of
     `spec`'s endpoint), under `overrides` (None or empty: none set), with parameter
     extraction by `make_runtime` (the twin's RouteRuntime); None when it cannot be planned.
-    Also returns the override lookups made, which decide when the plan holds again."""
-    builder = _Builder(spec, overrides, make_runtime)
+    Also returns the override lookups made, which decide when the plan holds again.
+    `errors_only`: a plan whose steps extract no path, query, header or cookie parameter
+    (FastAPI validates those), for the order of a delegated route's errors."""
+    builder = _Builder(spec, overrides, make_runtime, errors_only)
     try:
         endpoint = builder.endpoint(root)
     except Refused:

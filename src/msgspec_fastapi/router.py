@@ -30,6 +30,7 @@ from starlette.responses import Response
 
 from . import _compat, _impl
 from ._depends import UNDECODED_KEY, DependencyTree, refuse_inclusion_dependencies
+from ._deperrors import ErrorOrder
 from ._depplan import build_plan
 from ._openapi import merge_components, mixed_request_body, route_openapi
 from ._params import direct_param_specs, prepare_dependant
@@ -55,7 +56,7 @@ from ._shared import (
     body_too_large,
 )
 from ._telemetry import traced_handler
-from ._validation import request_invalid
+from ._validation import received_body, request_invalid
 from .responses import MsgspecJSONResponse
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
@@ -63,6 +64,8 @@ Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 _SPEC_ATTR = "__msgspec_spec__"
 # The wrapper's `arguments`, which the handling of an observed request shares.
 _ARGUMENTS_ATTR = "__msgspec_arguments__"
+# Where the delegated tier leaves the route's ErrorOrder for the wrapper.
+_ERRORS_KEY = "msgspec_fastapi.error_order"
 
 # Who renders a route's responses where it is included (`MsgspecRoute._output_for`).
 _RESPOND_FASTAPI = 0  # FastAPI, from what the endpoint returned
@@ -143,15 +146,15 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
         request.scope[REACHED_KEY] = True
         if UNDECODED_KEY in request.scope:
             # A dependency was handed what the request path could not decode.
-            raise request_invalid(model_errors, body, raw)
+            raise _invalid(request.scope, model_errors, body, raw)
         if model_names:
             if model_errors:
-                raise request_invalid(model_errors, body, raw)
+                raise _invalid(request.scope, model_errors, body, raw)
             for name in model_names:
                 values[name] = models[name]
         if body_names:
             if type(body) is RequestValidationError:
-                raise body
+                raise _invalid(request.scope, [], body, raw)
             if embedded:
                 for name in body_names:
                     values[name] = body[name]
@@ -182,6 +185,22 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
     setattr(wrapper, _SPEC_ATTR, spec)
     setattr(wrapper, _ARGUMENTS_ATTR, arguments)
     return wrapper
+
+
+def _invalid(
+    scope: Any, model_errors: list[Any], body: Any, raw: bytes | None
+) -> RequestValidationError:
+    """The delegated tier's 422 for our models' and body's errors (`model_errors`, or
+    `body` when it is a RequestValidationError): every error in FastAPI's order where the
+    route's dependencies can be planned (`_deperrors`), else FastAPI's parameter errors,
+    then ours."""
+    order: ErrorOrder | None = scope.get(_ERRORS_KEY)
+    if order is not None:
+        errors = order.errors(scope, body)
+        if errors:
+            received = body.body if type(body) is RequestValidationError else received_body(raw)
+            return RequestValidationError(errors, body=received)
+    return request_invalid(model_errors, body, raw)
 
 
 def _direct_plan(spec: EndpointSpec, output: OutputPlan | None, target: Any) -> DirectPlan | None:
@@ -387,6 +406,14 @@ class MsgspecRoute(APIRoute):
     ) -> Handler:
         """The delegated tier's handler: FastAPI's, behind the request path's body."""
         has_models = bool(spec.models)
+        error_order = None
+        if (spec.body is not None or spec.models) and single is None:
+            root, twin = target.dependant, self.twin
+
+            def build(overrides: Any) -> Any:
+                return build_plan(root, spec, overrides, twin.RouteRuntime, errors_only=True)
+
+            error_order = ErrorOrder(build, getattr(target, "dependency_overrides_provider", None))
         respond: Callable[..., Any] | None = None
         if respond_as == _RESPOND_MSGSPEC:
             respond = runtime.respond
@@ -416,6 +443,8 @@ class MsgspecRoute(APIRoute):
         ) -> Response:
             """FastAPI's handler, with what the request path read left for the wrapper."""
             request.scope[SCOPE_KEY] = (respond, body, raw, models, model_errors)
+            if error_order is not None:
+                request.scope[_ERRORS_KEY] = error_order
             if traced is not None and request.scope.get(TELEMETRY_SCOPE_KEY) is not None:
                 return await traced(request, body, raw, models, model_errors)
             try:
@@ -423,9 +452,12 @@ class MsgspecRoute(APIRoute):
             except RequestValidationError as exc:
                 if request.scope.get(REACHED_KEY) or (raw is None and not model_errors):
                     raise
-                # FastAPI's parameter errors, raised before the endpoint ran: the models'
-                # and the body's errors follow them, with the received body, as in FastAPI.
-                raise request_invalid([*exc.errors(), *model_errors], body, raw) from None
+                # FastAPI's parameter errors, raised before the endpoint ran, and ours.
+                if model_errors or type(body) is RequestValidationError:
+                    raise _invalid(
+                        request.scope, [*exc.errors(), *model_errors], body, raw
+                    ) from None
+                raise request_invalid(exc.errors(), body, raw) from None
 
         if spec.form is not None:
             form_limits = _compat.route_form_limits(self)
