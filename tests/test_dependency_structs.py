@@ -827,3 +827,37 @@ def test_a_body_key_two_dependencies_take_is_reported_for_each_on_both_tiers(
     locs = error_locs(ours, b"{}")
     assert locs == error_locs(theirs, b"{}")
     assert locs.count(["body", "name"]) == 2
+
+
+def test_a_dependency_whose_part_is_valid_is_called_when_another_part_is_not(
+    twin: Twin, tier: str
+) -> None:
+    EVENTS.clear()
+    router = tier_router(twin, tier)
+
+    @router.post("/parts")
+    def parts(item: Item, city: Annotated[City, Depends(recording)]) -> None: ...
+
+    assert_tier(router, tier)
+    body = {"item": {"title": 1}, "city": {"name": "Oslo"}}
+    response = client_for(router).post("/parts", json=body)
+
+    assert [e["loc"] for e in response.json()["detail"]] == [["body", "item", "title"]]
+    assert EVENTS == ["Oslo"]  # as FastAPI: its own part is valid
+
+
+def test_an_override_leaves_the_part_it_does_not_take_unvalidated(twin: Twin, tier: str) -> None:
+    router = tier_router(twin, tier)
+
+    @router.post("/parts")
+    def parts(item: Item, name: Annotated[str, Depends(city_name)]) -> list[str]:
+        return [item.title, name]
+
+    app = FastAPI()
+    app.include_router(router)
+    app.dependency_overrides[get_city] = lambda: City("Bergen")
+    client = TestClient(app)
+
+    response = client.post("/parts", json={"item": {"title": "t"}, "city": {"name": 1}})
+    assert response.json() == ["t", "Bergen"]
+    assert client.post("/parts", json={"item": {"title": "t"}}).json() == ["t", "Bergen"]

@@ -29,9 +29,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from . import _compat, _impl
-from ._depends import UNDECODED_KEY, DependencyTree, refuse_inclusion_dependencies
+from ._depends import (
+    UNDECODED_KEY,
+    DependencyTree,
+    refuse_inclusion_dependencies,
+    valid_parts,
+)
 from ._deperrors import ErrorOrder
-from ._depplan import build_plan
+from ._depplan import BodyParts, build_plan
 from ._openapi import merge_components, mixed_request_body, route_openapi
 from ._params import direct_param_specs, prepare_dependant
 from ._plan import (
@@ -46,6 +51,7 @@ from ._plan import (
 from ._shared import (
     DIRECT_ATTR,
     MATCHER_ATTR,
+    PARTS_KEY,
     REACHED_KEY,
     SCOPE_KEY,
     STREAM_NONE,
@@ -154,7 +160,14 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
                 values[name] = models[name]
         if body_names:
             if type(body) is RequestValidationError:
-                raise _invalid(request.scope, [], body, raw)
+                # Valid parts of its own, and no error FastAPI would see (an invalid part
+                # no dependency takes, its taker overridden): the endpoint runs.
+                parts = valid_parts(request.scope, body, raw)
+                if any(name not in parts for name in body_names) or _invalid_anew(
+                    request.scope, body
+                ):
+                    raise _invalid(request.scope, [], body, raw)
+                body = parts
             if embedded:
                 for name in body_names:
                     values[name] = body[name]
@@ -201,6 +214,12 @@ def _invalid(
             received = body.body if type(body) is RequestValidationError else received_body(raw)
             return RequestValidationError(errors, body=received)
     return request_invalid(model_errors, body, raw)
+
+
+def _invalid_anew(scope: Any, body: RequestValidationError) -> bool:
+    """Whether the request has errors FastAPI would report, where that can be told."""
+    order: ErrorOrder | None = scope.get(_ERRORS_KEY)
+    return order is None or order.errors(scope, body) != []
 
 
 def _direct_plan(spec: EndpointSpec, output: OutputPlan | None, target: Any) -> DirectPlan | None:
@@ -414,6 +433,7 @@ class MsgspecRoute(APIRoute):
                 return build_plan(root, spec, overrides, twin.RouteRuntime, errors_only=True)
 
             error_order = ErrorOrder(build, getattr(target, "dependency_overrides_provider", None))
+        body_parts = BodyParts(body.decode_type) if body is not None and body.embedded else None
         respond: Callable[..., Any] | None = None
         if respond_as == _RESPOND_MSGSPEC:
             respond = runtime.respond
@@ -445,6 +465,7 @@ class MsgspecRoute(APIRoute):
             request.scope[SCOPE_KEY] = (respond, body, raw, models, model_errors)
             if error_order is not None:
                 request.scope[_ERRORS_KEY] = error_order
+                request.scope[PARTS_KEY] = body_parts
             if traced is not None and request.scope.get(TELEMETRY_SCOPE_KEY) is not None:
                 return await traced(request, body, raw, models, model_errors)
             try:
