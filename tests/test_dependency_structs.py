@@ -861,3 +861,28 @@ def test_an_override_leaves_the_part_it_does_not_take_unvalidated(twin: Twin, ti
     response = client.post("/parts", json={"item": {"title": "t"}, "city": {"name": 1}})
     assert response.json() == ["t", "Bergen"]
     assert client.post("/parts", json={"item": {"title": "t"}}).json() == ["t", "Bergen"]
+
+
+def page_size(size: Annotated[int, msgspec.Meta(ge=1), Query()] = 5) -> int:
+    return size
+
+
+def test_msgspec_typed_parameters_in_app_and_include_router_dependencies_are_ours(
+    twin: Twin, tier: str
+) -> None:
+    router = tier_router(twin, tier)
+
+    @router.get("/pages")
+    def pages() -> str:
+        return "ok"
+
+    app = FastAPI(dependencies=[Depends(page_size)])
+    app.include_router(router, dependencies=[Depends(page_size, use_cache=False)])
+    client = TestClient(app)
+
+    assert client.get("/pages?size=3").json() == "ok"
+    errors = client.get("/pages?size=0").json()["detail"]
+    # msgspec's constraint, checked where each of the two dependencies is solved.
+    assert [(e["loc"], e["msg"]) for e in errors] == [
+        (["query", "size"], "Expected `int` >= 1")
+    ] * 2
