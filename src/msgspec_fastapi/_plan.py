@@ -54,6 +54,7 @@ from ._types import (
     admits_any,
     annotated_metadata,
     endpoint_hints,
+    has_dataclass_defaults,
     is_body_shaped,
     is_coroutine_endpoint,
     is_generator_endpoint,
@@ -118,6 +119,9 @@ class OutputPlan:
     admits_any: bool = False
     # The response_model_* options (mode OUTPUT_SHAPED): applied to each checked value.
     shape: ResponseShape | None = None
+    # Some part of the type is a dataclass with a default value, which a validated value
+    # must be given where msgspec left it out (`_shared.fill_dataclass_defaults`).
+    fills_defaults: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -421,6 +425,12 @@ def _trust(output_type: Any) -> tuple[type | None, int]:
     return None, CONTAINER_NONE
 
 
+def _output_decoder(output_type: Any) -> msgspec.json.Decoder[Any]:
+    """The decoder that validates a response's JSON round trip: in lax mode (strings to
+    numbers and booleans, numbers to datetimes), as FastAPI validates responses."""
+    return msgspec.json.Decoder(type=output_type, strict=False)
+
+
 def _output_mode(trusted_class: type | None, shape: ResponseShape | None) -> int:
     if shape is not None:
         return OUTPUT_SHAPED
@@ -447,12 +457,13 @@ def _stream_plan(
     return OutputPlan(
         _output_mode(trusted_class, shape),
         _TYPED_ENCODER,
-        msgspec.json.Decoder(type=item_type),
+        _output_decoder(item_type),
         item_type,
         trusted_class,
         container,
         stream=kind,
         admits_any=admits_any(item_type),
+        fills_defaults=has_dataclass_defaults(item_type),
         shape=shape,
     )
 
@@ -477,12 +488,13 @@ def _output_plan(
         return OutputPlan(
             _output_mode(trusted_class, shape),
             _TYPED_ENCODER,
-            msgspec.json.Decoder(type=output_type),
+            _output_decoder(output_type),
             output_type,
             trusted_class,
             container,
             _TYPED_MSGPACK_ENCODER if msgpack else None,
             admits_any=admits_any(output_type),
+            fills_defaults=has_dataclass_defaults(output_type),
             shape=shape,
         )
     if output_type in (EMPTY, None) and untyped_allowed and not mentions_pydantic(return_type):
