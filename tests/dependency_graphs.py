@@ -987,16 +987,13 @@ def make_graph(r: Random, max_nodes: int = 6) -> Graph:
 
 
 def _add_body(r: Random, graph: Graph) -> Graph:
-    """One `item: Item` body parameter, on the endpoint or on a dependency that FastAPI
-    solves exactly once per request and that no application or inclusion-level dependency
-    reaches (see KNOWN in the differential test for why)."""
+    """One `item: Item` body parameter, on the endpoint or on a dependency (solved once or
+    several times per request: its errors repeat) that no application or inclusion-level
+    dependency reaches (docs: msgspec types there are refused)."""
     if _chance(r, 3):
         return graph
-    once = paths_to(graph)
     outer = paths_to(graph, ("app", "include"))
-    holders = ["endpoint"] + [
-        n.name for n in graph.nodes if once[n.name] == 1 and not outer[n.name]
-    ]
+    holders = ["endpoint"] + [n.name for n in graph.nodes if not outer[n.name]]
     node = graph.node(r.choice(holders))
     position = r.randint(0, len(node.args))
     new = replace(node, args=(*node.args[:position], SpecialArg("item"), *node.args[position:]))
@@ -1015,16 +1012,15 @@ def _body_holders(graph: Graph) -> set[str]:
 
 
 def _add_overrides(r: Random, graph: Graph, drafting: _Drafting) -> Graph:
-    """Replacement callables and the nodes they may replace: none at or above the body
-    (with such an override the body is still validated: a known difference, see the
-    differential test), and nothing an override reaches (so that no set of overrides
-    makes a cycle). Overrides take no body (README: an override that takes a msgspec type
-    is not supported)."""
+    """Replacement callables and the nodes they may replace (the body's taker and those
+    above it too, each also by itself), and nothing an override reaches (so that no set
+    of overrides makes a cycle). Overrides take no body and reach none (docs: an override
+    that takes a msgspec type, itself or below, is not supported)."""
     if _chance(r, 2):
         return graph
     holders = _body_holders(graph)
     above_body = {n.name for n in graph.nodes if reach(graph, n.name) & holders}
-    keys = [n.name for n in graph.nodes if n.name not in above_body]
+    keys = [n.name for n in graph.nodes]
     if not keys:
         return graph
     overridable = r.sample(keys, min(len(keys), r.randint(1, 3)))
@@ -1066,10 +1062,9 @@ def make_call(r: Random, graph: Graph) -> Call:
         if where == "path" or _chance(r, 4):
             continue
         if where == "query":
-            # An invalid item of a list[int] is located without its index on our side
-            # (KNOWN["list item error location"]): only valid items are sent to one.
-            pool = INT_ITEMS if types == {"list[int]"} else QUERY_VALUES
-            query += [(key, r.choice(pool)) for _ in range(r.randint(1, 2))]
+            # A list[int] gets a valid item most often, so that its other items count.
+            pool = INT_ITEMS + QUERY_VALUES if types == {"list[int]"} else QUERY_VALUES
+            query += [(key, r.choice(pool)) for _ in range(r.randint(1, 3))]
         elif where == "header":
             headers.append((key, r.choice(HEADER_VALUES)))
         else:

@@ -299,13 +299,6 @@ def test_a_body_key_taken_by_two_dependencies_is_reported_for_each() -> None:
     run_exactly(Case(g, (Call(body=VALID_BODY), Call(body=b'{"qty": 1}'))))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Divergence,
-    reason="README Limitations: with an override, the overridden dependency's part of "
-    "an embedded body is still decoded and reported in a 422; FastAPI validates nothing "
-    "for an override that takes nothing (issue 20)",
-)
 def test_an_override_without_a_body_part_validates_none() -> None:
     g = graph(
         Node("d0", "sync", (ITEM,)),
@@ -316,6 +309,17 @@ def test_an_override_without_a_body_part_validates_none() -> None:
     )
     body = b'{"other": {"name": "n"}}'
     run_exactly(Case(g, (Call(body=body, overrides=(("d0", "o0"),)),)))
+
+
+def test_a_dependency_whose_body_part_is_valid_is_called_when_another_part_is_not() -> None:
+    g = graph(
+        Node("d0", "sync", (ITEM,)),
+        Node("d1", "async", (SpecialArg("other"),)),
+        endpoint=(dep("d0"), dep("d1")),
+        method="POST",
+    )
+    body = b'{"item": {"name": "n"}, "other": {"qty": 1}}'
+    run_exactly(Case(g, (Call(body=body),)))
 
 
 def test_an_overridden_body_dependency_reports_no_body_error_beside_another_error() -> None:
@@ -330,13 +334,6 @@ def test_an_overridden_body_dependency_reports_no_body_error_beside_another_erro
     run_exactly(Case(g, (call,)))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Divergence,
-    reason="README Limitations: an override that itself takes a msgspec type is not "
-    "supported; a dependency that takes a Struct overridden by itself fails with "
-    "FastAPI's FastAPIError ('Invalid args for response field!'), a 500 (issue 20)",
-)
 def test_a_dependency_that_takes_the_body_may_override_itself() -> None:
     g = graph(
         Node("d0", "sync", (ITEM,)),
@@ -348,14 +345,7 @@ def test_a_dependency_that_takes_the_body_may_override_itself() -> None:
     run_exactly(Case(g, (Call(body=VALID_BODY, overrides=(("d0", "d0"),)),)))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Divergence,
-    reason="bug: an invalid item of a list[int] query parameter is reported at "
-    "['query', key] without the item's index (FastAPI: ['query', key, index]), one error "
-    "for the whole list, on both tiers",
-)
-def test_an_invalid_list_item_is_located_by_its_index() -> None:
+def test_every_invalid_list_item_is_located_by_its_index() -> None:
     g = graph(Node("d0", "sync", (query("q0", "list[int]", False),)), endpoint=(dep("d0"),))
     run_exactly(Case(g, (Call(query=(("q0", "1"), ("q0", "x"), ("q0", "y"))),)))
 

@@ -28,7 +28,7 @@ from fastapi import (
 )
 from fastapi.security import SecurityScopes
 from fastapi.testclient import TestClient
-from support import client_for
+from support import assert_tier, client_for, delegating_dependency, tier_router
 from twins import Twin
 
 from msgspec_fastapi import MsgspecRouter, install_openapi
@@ -762,3 +762,127 @@ def test_bare_and_body_spellings_of_one_body_parameter_are_alike(twin: Twin) -> 
         return city.name
 
     assert client_for(router).post("/cities", json={"name": "Oslo"}).json() == "Oslo"
+
+
+# --- the 422 in FastAPI's order on both tiers -----------------------------------------------
+
+
+def add_ordered_routes(router: APIRouter, city_type: Any) -> None:
+    """Two dependencies take the body, one takes a query parameter before it, another
+    only a query parameter; the endpoint a query parameter of its own."""
+
+    def takes_city(city: Any) -> None: ...
+
+    def takes_q_and_city(q: Annotated[int, Query()], city: Any) -> None: ...
+
+    # The body's type is the router's (the module's annotations are strings).
+    takes_city.__annotations__["city"] = city_type
+    takes_q_and_city.__annotations__["city"] = city_type
+
+    def takes_r(r: Annotated[int, Query()]) -> None: ...
+
+    @router.post("/ordered")
+    def ordered(
+        a: None = Depends(takes_city),
+        b: None = Depends(takes_r),
+        c: None = Depends(takes_q_and_city),
+        z: Annotated[int, Query()] = 0,
+    ) -> None: ...
+
+
+def error_locs(router: APIRouter, body: bytes) -> list[Any]:
+    response = client_for(router).post(
+        "/ordered?q=x&r=y&z=w", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 422
+    return [error["loc"] for error in response.json()["detail"]]
+
+
+def fastapi_router(tier: str) -> APIRouter:
+    dependencies = [Depends(delegating_dependency)] if tier == "delegated" else []
+    return APIRouter(dependencies=dependencies)
+
+
+def test_each_dependencys_body_errors_come_at_its_turn_on_both_tiers(twin: Twin, tier: str) -> None:
+    ours, theirs = tier_router(twin, tier), fastapi_router(tier)
+    add_ordered_routes(ours, City)
+    add_ordered_routes(theirs, PydanticCity)
+    assert_tier(ours, tier)
+
+    assert error_locs(ours, b'{"population": "x"}') == error_locs(theirs, b'{"population": "x"}')
+    assert error_locs(ours, b'{"population": "x"}')[:3] == [
+        ["body", "name"],
+        ["body", "population"],
+        ["query", "r"],
+    ]
+
+
+def test_a_body_key_two_dependencies_take_is_reported_for_each_on_both_tiers(
+    twin: Twin, tier: str
+) -> None:
+    ours, theirs = tier_router(twin, tier), fastapi_router(tier)
+    add_ordered_routes(ours, City)
+    add_ordered_routes(theirs, PydanticCity)
+
+    locs = error_locs(ours, b"{}")
+    assert locs == error_locs(theirs, b"{}")
+    assert locs.count(["body", "name"]) == 2
+
+
+def test_a_dependency_whose_part_is_valid_is_called_when_another_part_is_not(
+    twin: Twin, tier: str
+) -> None:
+    EVENTS.clear()
+    router = tier_router(twin, tier)
+
+    @router.post("/parts")
+    def parts(item: Item, city: Annotated[City, Depends(recording)]) -> None: ...
+
+    assert_tier(router, tier)
+    body = {"item": {"title": 1}, "city": {"name": "Oslo"}}
+    response = client_for(router).post("/parts", json=body)
+
+    assert [e["loc"] for e in response.json()["detail"]] == [["body", "item", "title"]]
+    assert EVENTS == ["Oslo"]  # as FastAPI: its own part is valid
+
+
+def test_an_override_leaves_the_part_it_does_not_take_unvalidated(twin: Twin, tier: str) -> None:
+    router = tier_router(twin, tier)
+
+    @router.post("/parts")
+    def parts(item: Item, name: Annotated[str, Depends(city_name)]) -> list[str]:
+        return [item.title, name]
+
+    app = FastAPI()
+    app.include_router(router)
+    app.dependency_overrides[get_city] = lambda: City("Bergen")
+    client = TestClient(app)
+
+    response = client.post("/parts", json={"item": {"title": "t"}, "city": {"name": 1}})
+    assert response.json() == ["t", "Bergen"]
+    assert client.post("/parts", json={"item": {"title": "t"}}).json() == ["t", "Bergen"]
+
+
+def page_size(size: Annotated[int, msgspec.Meta(ge=1), Query()] = 5) -> int:
+    return size
+
+
+def test_msgspec_typed_parameters_in_app_and_include_router_dependencies_are_ours(
+    twin: Twin, tier: str
+) -> None:
+    router = tier_router(twin, tier)
+
+    @router.get("/pages")
+    def pages() -> str:
+        return "ok"
+
+    app = FastAPI(dependencies=[Depends(page_size)])
+    app.include_router(router, dependencies=[Depends(page_size, use_cache=False)])
+    client = TestClient(app)
+
+    assert client.get("/pages?size=3").json() == "ok"
+    errors = client.get("/pages?size=0").json()["detail"]
+    # msgspec's constraint, checked where each of the two dependencies is solved.
+    assert [(e["loc"], e["msg"]) for e in errors] == [
+        (["query", "size"], "Expected `int` >= 1")
+    ] * 2

@@ -84,6 +84,8 @@ def located(
 CASES = {
     "scalars": ("/items/x?q=abc&flag=maybe", {"h": "z"}, {"c": "w"}),
     "list-item": ("/items/1?q=1&ids=1&ids=y&ids=2", {}, {}),
+    "list-items": ("/items/1?q=1&ids=x&ids=2&ids=y&ids=%2B5&ids=1.5", {}, {}),
+    "model-list-items": ("/filtered?limit=1&tags=x&tags=2&tags=y", {}, {}),
     "missing": ("/items/1", {}, {}),
     "model-missing-and-item": ("/filtered?tags=1&tags=x&other=5&other=6", {}, {}),
     "model-invalid": ("/filtered?limit=x", {}, {}),
@@ -116,6 +118,18 @@ def test_an_invalid_item_of_a_list_parameter_is_located_by_its_index(twin: Twin,
     assert error["input"] == "y"
     assert error["msg"] == "Expected `int`, got `str` - at `$[1]`"
     assert error["type"] == "value_error.msgspec"
+
+
+def test_every_invalid_item_of_a_list_parameter_is_reported(twin: Twin, tier: str) -> None:
+    router = tier_router(twin, tier)
+    add_routes(router, Filter, Token, Session)
+
+    errors = client_for(router).get("/items/1?q=1&ids=x&ids=2&ids=y").json()["detail"]
+
+    assert [(e["loc"], e["input"], e["msg"]) for e in errors] == [
+        (["query", "ids", 0], "x", "Expected `int`, got `str` - at `$[0]`"),
+        (["query", "ids", 2], "y", "Expected `int`, got `str` - at `$[2]`"),
+    ]
 
 
 def test_a_model_s_missing_field_shows_every_key_received(twin: Twin, tier: str) -> None:

@@ -523,6 +523,21 @@ def is_coroutine_callable(call: Any) -> bool:
     return bool(_dep_models._is_coroutine_callable(call))
 
 
+def parameter_errors(dependant: Any, connection: Any) -> list[Any]:
+    """The errors FastAPI's solve_dependencies finds in `dependant`'s own path, query,
+    header and cookie parameters for the request of `connection`, in its order."""
+    errors: list[Any] = []
+    for fields, received in (
+        (dependant.path_params, connection.path_params),
+        (dependant.query_params, connection.query_params),
+        (dependant.header_params, connection.headers),
+        (dependant.cookie_params, connection.cookies),
+    ):
+        if fields:
+            errors += request_params_to_args(fields, received)[1]
+    return errors
+
+
 def rebuild_dependant(sub: Any, call: Any) -> Any:
     """What solve_dependencies makes of a sub-dependant while any override is set: a new
     Dependant of `call` (the override, or the original) under the original's name, scope,

@@ -24,9 +24,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from . import _compat
-from ._depends import UNDECODED_KEY
+from ._depends import UNDECODED_KEY, valid_parts
+from ._deperrors import ErrorOrder
+from ._depplan import BodyParts
 from ._plan import EndpointSpec
 from ._shared import (
+    PARTS_KEY,
     REACHED_KEY,
     SCOPE_KEY,
     STREAM_NONE,
@@ -37,7 +40,7 @@ from ._shared import (
     body_too_large,
 )
 from ._telemetry import Traced
-from ._validation import request_invalid
+from ._validation import received_body, request_invalid
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
@@ -45,6 +48,30 @@ Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 SPEC_ATTR = "__msgspec_spec__"
 # The wrapper's `arguments`, which the handling of an observed request shares.
 ARGUMENTS_ATTR = "__msgspec_arguments__"
+# Where the handler leaves the route's ErrorOrder for the wrapper.
+ERRORS_KEY = "msgspec_fastapi.error_order"
+
+
+def invalid(
+    scope: Any, model_errors: list[Any], body: Any, raw: bytes | None
+) -> RequestValidationError:
+    """The 422 for our models' and body's errors (`model_errors`, or `body` when it is a
+    RequestValidationError): every error in FastAPI's order where the route's
+    dependencies can be planned (`_deperrors`), else FastAPI's parameter errors, then
+    ours."""
+    order: ErrorOrder | None = scope.get(ERRORS_KEY)
+    if order is not None:
+        errors = order.errors(scope, body)
+        if errors:
+            received = body.body if type(body) is RequestValidationError else received_body(raw)
+            return RequestValidationError(errors, body=received)
+    return request_invalid(model_errors, body, raw)
+
+
+def invalid_anew(scope: Any, body: RequestValidationError) -> bool:
+    """Whether the request has errors FastAPI would report, where that can be told."""
+    order: ErrorOrder | None = scope.get(ERRORS_KEY)
+    return order is None or order.errors(scope, body) != []
 
 
 def make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..., Any]:
@@ -70,15 +97,22 @@ def make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[...
         request.scope[REACHED_KEY] = True
         if UNDECODED_KEY in request.scope:
             # A dependency was handed what the request path could not decode.
-            raise request_invalid(model_errors, body, raw)
+            raise invalid(request.scope, model_errors, body, raw)
         if model_names:
             if model_errors:
-                raise request_invalid(model_errors, body, raw)
+                raise invalid(request.scope, model_errors, body, raw)
             for name in model_names:
                 values[name] = models[name]
         if body_names:
             if type(body) is RequestValidationError:
-                raise body
+                # Valid parts of its own, and no error FastAPI would see (an invalid part
+                # no dependency takes, its taker overridden): the endpoint runs.
+                parts = valid_parts(request.scope, body, raw)
+                if any(name not in parts for name in body_names) or invalid_anew(
+                    request.scope, body
+                ):
+                    raise invalid(request.scope, [], body, raw)
+                body = parts
             if embedded:
                 for name in body_names:
                     values[name] = body[name]
@@ -134,7 +168,9 @@ class Delegation:
     `RouteRuntime.respond`, an `InBuiltins`, or None where FastAPI makes it); `traced`
     handles a request FastAPI's telemetry observes (`_telemetry`), where one was built;
     `max_body_size` is the limit the request path enforces, -1 where FastAPI enforces its
-    own. FastAPI calls `handle`.
+    own; `error_order` lists a 422 in FastAPI's order, and `body_parts` decodes an
+    embedded body's parts one by one, where our body or models may fail. FastAPI calls
+    `handle`.
     """
 
     fastapi_handler: Handler
@@ -143,6 +179,8 @@ class Delegation:
     traced: Traced | None
     has_models: bool
     max_body_size: int
+    error_order: ErrorOrder | None
+    body_parts: BodyParts | None
 
     def gather_models(self, scope: Any) -> tuple[dict[str, Any], list[Any]]:
         values: dict[str, Any] = {}
@@ -156,6 +194,9 @@ class Delegation:
     ) -> Response:
         """FastAPI's handler, with what the request path read left for the wrapper."""
         request.scope[SCOPE_KEY] = (self.respond, body, raw, models, model_errors)
+        if self.error_order is not None:
+            request.scope[ERRORS_KEY] = self.error_order
+            request.scope[PARTS_KEY] = self.body_parts
         traced = self.traced
         if traced is not None and request.scope.get(TELEMETRY_SCOPE_KEY) is not None:
             return await traced(request, body, raw, models, model_errors)
@@ -164,9 +205,10 @@ class Delegation:
         except RequestValidationError as exc:
             if request.scope.get(REACHED_KEY) or (raw is None and not model_errors):
                 raise
-            # FastAPI's parameter errors, raised before the endpoint ran: the models'
-            # and the body's errors follow them, with the received body, as in FastAPI.
-            raise request_invalid([*exc.errors(), *model_errors], body, raw) from None
+            # FastAPI's parameter errors, raised before the endpoint ran, and ours.
+            if model_errors or type(body) is RequestValidationError:
+                raise invalid(request.scope, [*exc.errors(), *model_errors], body, raw) from None
+            raise request_invalid(exc.errors(), body, raw) from None
 
 
 @dataclass(slots=True, eq=False)

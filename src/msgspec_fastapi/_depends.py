@@ -22,7 +22,7 @@ from starlette.requests import Request
 
 from ._models import ModelPlan, model_param
 from ._plan import find_body
-from ._shared import SCOPE_KEY, RequestValidationError
+from ._shared import PARTS_KEY, SCOPE_KEY, VALID_PARTS_KEY, RequestValidationError
 from ._types import annotated_metadata, mentions_struct, resolved_parameters, strip_annotated
 
 # What a stand-in returns instead of calling its dependency when the request path could
@@ -94,13 +94,19 @@ class _StandInBase:
             scope = values[takes.request_name].scope
         else:
             scope = values.pop(takes.request_name).scope
-        _runtime, body, _raw, models, _errors = scope[SCOPE_KEY]
+        _runtime, body, raw, models, _errors = scope[SCOPE_KEY]
         if takes.body:
             if type(body) is RequestValidationError:
-                scope[UNDECODED_KEY] = True
-                return False
-            for name, key in takes.body:
-                values[name] = body if key is None else body[key]
+                # Its parts may be valid while others are not: FastAPI calls it then.
+                parts = valid_parts(scope, body, raw)
+                picked = {n: parts[k] for n, k in takes.body if k is not None and k in parts}
+                if len(picked) < len(takes.body):
+                    scope[UNDECODED_KEY] = True
+                    return False
+                values.update(picked)
+            else:
+                for name, key in takes.body:
+                    values[name] = body if key is None else body[key]
         for name, key in takes.models:
             if key not in models:  # gathered with errors
                 scope[UNDECODED_KEY] = True
@@ -134,6 +140,16 @@ class AsyncStandIn(_StandInBase):
 
     async def __call__(self, **values: Any) -> Any:
         return await self.__wrapped__(**values) if self._ready(values) else UNDECODED
+
+
+def valid_parts(scope: Any, body: RequestValidationError, raw: bytes | None) -> dict[str, Any]:
+    """The valid parts of an embedded body that failed (by parameter name), decoded once
+    per request; none for a body that is not embedded."""
+    found: dict[str, Any] | None = scope.get(VALID_PARTS_KEY)
+    if found is None:
+        parts = scope.get(PARTS_KEY)
+        found = scope[VALID_PARTS_KEY] = {} if parts is None else parts.valid(body, raw)
+    return found
 
 
 def _target(call: Any) -> Any:

@@ -70,6 +70,7 @@ class RequestState:
         "cleanup",
         "exits",
         "function_exits",
+        "parts",
         "raw",
         "receive",
         "request",
@@ -87,12 +88,14 @@ class RequestState:
         self.send = send
         self.body: Any = None
         self.raw: bytes | None = None
+        self.parts: dict[str, Any] | None = None  # the valid parts of a body that failed
         self.request: Request | None = None
         self.sub: Response | None = None
         self.tasks: BackgroundTasks | None = None
         self.started = False
-        # Steps that cannot be called for want of a body part another part's error kept
-        # from being decoded; counted with the errors, so that their parents skip too.
+        # Steps that cannot be called for want of a body part that could not be decoded
+        # although no error names it (a number out of range elsewhere in the body);
+        # counted with the errors, so that their parents skip too.
         self.skipped = 0
         # Teardowns of async generators set up by hand (`_teardown`), on the request's
         # and on the function's scope, and the cleanup scope FastAPI 0.165 enters first.
@@ -152,7 +155,16 @@ def arguments(
             if own:
                 errors.extend(own)
             else:
-                state.skipped += 1
+                # Its parts are valid, others are not: it gets its own, as in FastAPI.
+                parts = state.parts
+                if parts is None:
+                    assert step.parts is not None  # a whole body's errors are every step's
+                    parts = state.parts = step.parts.valid(body, state.raw)
+                for name, key in step.body:
+                    if key not in parts:
+                        state.skipped += 1
+                        break
+                    kwargs[name] = parts[key]
         else:
             for name, key in step.body:
                 kwargs[name] = body if key is None else body[key]

@@ -8,6 +8,7 @@ cdef class RequestState:
     cdef public object receive
     cdef public object send
     cdef public object body
+    cdef public object parts
     cdef public object raw
     cdef public object request
     cdef public object sub

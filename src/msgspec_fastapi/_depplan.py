@@ -37,11 +37,60 @@ from ._shared import (
     SPECIAL_RESPONSE,
     SPECIAL_SCOPES,
     STREAM_NONE,
+    RequestValidationError,
 )
 
 
 class Refused(Exception):
     """Something in the tree the plan cannot reproduce exactly."""
+
+
+class BodyParts:
+    """The parts of an embedded body one by one, for when it failed as a whole.
+
+    FastAPI validates each dependency's parts at its turn: a dependency whose parts are
+    valid is called even when another part of the body is invalid (or is taken by no
+    dependency, its taker overridden). The request path decodes the body in one pass;
+    only when that fails are the parts decoded each on its own, from the body as
+    received, with a decoder of a Struct of that one field (its default, its key).
+    """
+
+    __slots__ = ("decoders",)
+
+    def __init__(self, decode_type: Any) -> None:
+        # (parameter name, key in the body, decoder of a Struct of that one field)
+        self.decoders: tuple[tuple[str, str, msgspec.json.Decoder[Any]], ...] = tuple(
+            (field.name, field.encode_name, msgspec.json.Decoder(_one_field(decode_type, field)))
+            for field in msgspec.structs.fields(decode_type)
+        )
+
+    def valid(self, error: RequestValidationError, raw: bytes | None) -> dict[str, Any]:
+        """The valid parts of the body that failed with `error` (by parameter name)."""
+        received = error.body
+        if not raw:
+            received = {}
+        elif not isinstance(received, dict):
+            return {}  # not an object, or not decoded (a number out of range)
+        found: dict[str, Any] = {}
+        for name, key, decoder in self.decoders:
+            part = {key: received[key]} if key in received else {}
+            try:
+                found[name] = getattr(decoder.decode(msgspec.json.encode(part)), name)
+            except (msgspec.ValidationError, msgspec.EncodeError):
+                continue
+        return found
+
+
+def _one_field(decode_type: Any, field: msgspec.structs.FieldInfo) -> Any:
+    if field.required:
+        spec: tuple[Any, ...] = (field.name, field.type)
+    elif field.default_factory is not msgspec.NODEFAULT:
+        spec = (field.name, field.type, msgspec.field(default_factory=field.default_factory))
+    else:
+        spec = (field.name, field.type, field.default)
+    return msgspec.defstruct(
+        f"{decode_type.__name__}_{field.name}", [spec], rename={field.name: field.encode_name}
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +117,7 @@ class Step:
     body: tuple[tuple[str, str | None], ...]
     # The encoded keys of its body parts (None: the whole body), to pick its errors.
     body_keys: frozenset[str] | None
+    parts: BodyParts | None  # an embedded body's parts, for a body that failed whole
     specials: tuple[tuple[str, int, tuple[str, ...]], ...]  # (argument, SPECIAL_*, scopes)
 
 
@@ -95,8 +145,12 @@ class _Builder:
         spec: EndpointSpec,
         overrides: Mapping[Any, Any] | None,
         make_runtime: Callable[[RoutePlan], Any],
+        errors_only: bool = False,
     ) -> None:
         self.spec = spec
+        # A plan only for the order of a delegated route's errors: FastAPI validates the
+        # parameters (`_deperrors`), so any it can validate will do.
+        self.errors_only = errors_only
         self.overrides = overrides
         self.make_runtime = make_runtime
         self.steps: list[Step] = []
@@ -108,10 +162,12 @@ class _Builder:
         body = spec.body
         self.embedded = body is not None and body.embedded
         self.aliases: dict[str, str] = {}
+        self.parts: BodyParts | None = None
         if body is not None and body.embedded:
             self.aliases = {
                 field.name: field.encode_name for field in msgspec.structs.fields(body.decode_type)
             }
+            self.parts = BodyParts(body.decode_type)
 
     def check(self, dependant: Any) -> None:
         unknown = _compat.dependant_fields(dependant) - _compat.KNOWN_DEPENDANT_FIELDS
@@ -133,6 +189,11 @@ class _Builder:
                 except TypeError as exc:  # an unhashable call: FastAPI fails too
                     raise Refused from exc
                 self.probes.append((call, resolved))
+                unwrapped = unwrap_stand_in(call)
+                if unwrapped is not None and resolved == unwrapped[0]:
+                    # A dependency that takes msgspec types, overriding itself: its
+                    # stand-in is what FastAPI can read of it.
+                    resolved = call
                 try:
                     use_sub = _compat.rebuild_dependant(sub, resolved)
                     prepare_dependant(use_sub)
@@ -191,21 +252,14 @@ class _Builder:
                 has_models=bool(models),
                 body=body,
                 body_keys=self.body_keys(body),
+                parts=self.parts if body else None,
                 specials=self.specials(use_sub, own_request, own_response=True),
             )
         )
         return len(self.steps) - 1
 
-    def check_body_taken(self, steps: list[Step]) -> None:
-        """An embedded body is decoded whole: a part no step takes (its dependency
-        overridden) could fail the others', which FastAPI would not validate."""
-        if self.embedded:
-            taken = {name for step in steps for name, _ in step.body}
-            if taken != set(self.aliases):
-                raise Refused
-
     def params_of(self, dependant: Any, models: tuple[tuple[str, str], ...]) -> Any:
-        specs = direct_param_specs(dependant)
+        specs = () if self.errors_only else direct_param_specs(dependant)
         if specs is None:
             raise Refused
         plans: list[ModelPlan] = [replace(self.models[key], name=name) for name, key in models]
@@ -273,6 +327,7 @@ class _Builder:
             has_models=bool(models),
             body=body,
             body_keys=self.body_keys(body),
+            parts=self.parts if body else None,
             # The wrapper's own Request and Response are not the endpoint's.
             specials=self.specials(
                 root, not spec.injected_request, own_response=not spec.injected_response
@@ -285,15 +340,17 @@ def build_plan(
     spec: EndpointSpec,
     overrides: Mapping[Any, Any] | None,
     make_runtime: Callable[[RoutePlan], Any],
+    errors_only: bool = False,
 ) -> tuple[DepPlan | None, tuple[tuple[Any, Any], ...]]:
     """The plan of a route whose FastAPI Dependant is `root` (its endpoint the wrapper of
     `spec`'s endpoint), under `overrides` (None or empty: none set), with parameter
     extraction by `make_runtime` (the twin's RouteRuntime); None when it cannot be planned.
-    Also returns the override lookups made, which decide when the plan holds again."""
-    builder = _Builder(spec, overrides, make_runtime)
+    Also returns the override lookups made, which decide when the plan holds again.
+    `errors_only`: a plan whose steps extract no path, query, header or cookie parameter
+    (FastAPI validates those), for the order of a delegated route's errors."""
+    builder = _Builder(spec, overrides, make_runtime, errors_only)
     try:
         endpoint = builder.endpoint(root)
-        builder.check_body_taken([*builder.steps, endpoint])
     except Refused:
         return None, tuple(builder.probes)
     probes = tuple(builder.probes)

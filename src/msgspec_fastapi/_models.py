@@ -22,7 +22,14 @@ from fastapi.dependencies.utils import ensure_multipart_is_installed
 from starlette.datastructures import UploadFile as StarletteUploadFile
 
 from ._compat import header_model_errors_by_header_name
-from ._params import LaxRefused, parameter_error, sequence_kind, string_normalizer
+from ._params import (
+    LaxRefused,
+    item_errors,
+    item_type_of,
+    parameter_error,
+    sequence_kind,
+    string_normalizer,
+)
 from ._shared import PARAM_COOKIE, PARAM_FORM, PARAM_HEADER, PARAM_QUERY
 from ._types import (
     annotated_metadata,
@@ -125,7 +132,16 @@ class ModelPlan:
                     dec_hook=self.dec_hook,
                 )
             except msgspec.ValidationError as problem:
-                found.append(parameter_error(problem, received[field.name], loc))
+                first = parameter_error(problem, received[field.name], loc)
+                item_type = item_type_of(field.annotation)
+                value = raw[field.name]
+                if item_type is None or not isinstance(value, list):
+                    found.append(first)
+                else:
+                    strict = field.name in refused
+                    found += item_errors(
+                        first, item_type, value, received[field.name], strict, loc, self.dec_hook
+                    )
         if self.forbid_unknown:
             for key, value in extras.items():
                 message = f"Object contains unknown field `{key}`"

@@ -20,7 +20,7 @@ from pydantic_core import SchemaValidator, core_schema
 from ._compat import replace_validator
 from ._shared import FAST_DIGITS_MAX, PARAM_COOKIE, PARAM_HEADER, PARAM_PATH, PARAM_QUERY
 from ._types import annotated_metadata, mentions_pydantic, optional_inner, strip_annotated
-from ._validation import Loc, split_message, value_at
+from ._validation import Loc, path_text, split_message, value_at
 
 Converter = Callable[..., tuple[Any, list[dict[str, Any]]]]
 IntBounds = tuple[int, int]
@@ -234,9 +234,11 @@ def make_converter(target: Any, strict: bool, bounds: IntBounds | None) -> Conve
     normalize = None if strict else string_normalizer(target)
     low, high = bounds if bounds is not None else (0, -1)
     convert = msgspec.convert
+    item_type = item_type_of(target)
 
     def validate(value: Any, values: Any = None, loc: Loc = ()) -> tuple[Any, list[dict[str, Any]]]:
         received = value
+        strictly = strict
         try:
             if normalize is not None:
                 try:
@@ -246,12 +248,62 @@ def make_converter(target: Any, strict: bool, bounds: IntBounds | None) -> Conve
                 except LaxRefused as refused:
                     # msgspec's lax mode would take "1e3"; FastAPI does not. A strict
                     # conversion refuses it too, and words the error as msgspec does.
-                    return convert(refused.value, type=target, strict=True), []
-            return convert(value, type=target, strict=strict), []
+                    value, strictly = refused.value, True
+            return convert(value, type=target, strict=strictly), []
         except (msgspec.ValidationError, ValueError, TypeError, OverflowError) as exc:
-            return None, [parameter_error(exc, received, loc)]
+            first = parameter_error(exc, received, loc)
+            if item_type is None or not isinstance(value, list):
+                return None, [first]
+            return None, item_errors(first, item_type, value, received, strictly, loc)
 
     return validate
+
+
+def item_type_of(target: Any) -> Any:
+    """The item type of a list, set or `tuple[T, ...]` parameter (also `| None`), whose
+    invalid items FastAPI reports one by one; None for any other parameter."""
+    bare = strip_annotated(target)
+    inner = optional_inner(bare)
+    if inner is not None:
+        bare = strip_annotated(inner)
+    origin, args = get_origin(bare), get_args(bare)
+    if origin in (list, set, frozenset) and len(args) == 1:
+        return args[0]
+    if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
+        return args[0]
+    return None
+
+
+def item_errors(
+    first: dict[str, Any],
+    item_type: Any,
+    items: list[Any],
+    received: Any,
+    strict: bool,
+    loc: Loc,
+    dec_hook: Any = None,
+) -> list[dict[str, Any]]:
+    """Every invalid item's error, as FastAPI reports them, when msgspec named an item
+    (`first`, at `(*loc, index, ...)`); else just `first` (the sequence's own error)."""
+    where = first["loc"][len(loc) :]
+    if not where or type(where[0]) is not int:
+        return [first]
+    errors = [first]
+    for index in range(where[0] + 1, len(items)):
+        try:
+            msgspec.convert(items[index], type=item_type, strict=strict, dec_hook=dec_hook)
+        except (msgspec.ValidationError, ValueError, TypeError, OverflowError) as exc:
+            text, inner = split_message(str(exc))
+            at = (index, *inner)
+            errors.append(
+                {
+                    "type": "value_error.msgspec",
+                    "loc": (*loc, *at),
+                    "msg": f"{text} - at `{path_text(at)}`",
+                    "input": value_at(received, at),
+                }
+            )
+    return errors
 
 
 def parameter_error(exc: Exception, received: Any, loc: Loc) -> dict[str, Any]:

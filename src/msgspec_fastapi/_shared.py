@@ -219,6 +219,10 @@ DIRECT_ATTR = "_msgspec_direct_app"
 # Where the delegated tier leaves (runtime, decoded body, raw body, parameter models, their
 # errors) for the endpoint wrapper and the stand-ins of dependencies (`_depends`).
 SCOPE_KEY = "msgspec_fastapi"
+# Where the delegated tier leaves an embedded body's `_depplan.BodyParts`, and the valid
+# parts of a body that failed once they were decoded (`_depends.valid_parts`).
+PARTS_KEY = "msgspec_fastapi.parts"
+VALID_PARTS_KEY = "msgspec_fastapi.valid_parts"
 # Set once the request path's own 422 is raised: a validation error raised before it is
 # FastAPI's own.
 REACHED_KEY = "msgspec_fastapi.reached"

@@ -38,7 +38,8 @@ from ._delegated import (
     make_wrapper,
 )
 from ._depends import DependencyTree, refuse_inclusion_dependencies
-from ._depplan import build_plan
+from ._deperrors import ErrorOrder
+from ._depplan import BodyParts, build_plan
 from ._openapi import merge_components, mixed_request_body, route_openapi
 from ._params import direct_param_specs, prepare_dependant
 from ._plan import (
@@ -333,7 +334,29 @@ class MsgspecRoute(APIRoute):
         traced = None
         if respond_as == _RESPOND_MSGSPEC and target.body_field is None and not wrapped:
             traced = traced_handler(spec, target, getattr(self.msgspec_wrapper, ARGUMENTS_ATTR))
-        shared = (fastapi_handler, runtime, respond, traced, bool(spec.models), plan.max_body_size)
+        # Where our bodies or models fail: the 422 in FastAPI's order (`_deperrors`), and
+        # an embedded body's valid parts for the dependencies that take them.
+        error_order = None
+        body_parts = None
+        if (spec.body is not None or spec.models) and single is None:
+            root, twin = target.dependant, self.twin
+
+            def build(overrides: Any) -> Any:
+                return build_plan(root, spec, overrides, twin.RouteRuntime, errors_only=True)
+
+            error_order = ErrorOrder(build, getattr(target, "dependency_overrides_provider", None))
+            if plan.body is not None and plan.body.embedded:
+                body_parts = BodyParts(plan.body.decode_type)
+        shared = (
+            fastapi_handler,
+            runtime,
+            respond,
+            traced,
+            bool(spec.models),
+            plan.max_body_size,
+            error_order,
+            body_parts,
+        )
         if spec.form is not None:
             return WithForm(*shared, form_limits=_compat.route_form_limits(self)).handle
         if plan.body is None:
