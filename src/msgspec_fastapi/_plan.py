@@ -22,6 +22,7 @@ import msgspec
 from fastapi import params
 from fastapi.datastructures import DefaultPlaceholder
 from fastapi.sse import ServerSentEvent
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 from starlette.requests import Request
 from starlette.responses import Response
@@ -185,6 +186,10 @@ def literal_path(path_regex: re.Pattern[str], path_format: str) -> str | None:
 
 _TYPED_ENCODER = msgspec.json.Encoder()
 _TYPED_MSGPACK_ENCODER = msgspec.msgpack.Encoder()
+# For a type with `Any` inside: what it admits there is encoded as an untyped response
+# is (a Pydantic model by its dump), as Pydantic serializes `Any` by the value's type.
+_ANY_TYPED_ENCODER = msgspec.json.Encoder(enc_hook=untyped_hook)
+_ANY_TYPED_MSGPACK_ENCODER = msgspec.msgpack.Encoder(enc_hook=untyped_hook)
 _UNTYPED_OUTPUT = OutputPlan(OUTPUT_UNTYPED, msgspec.json.Encoder(enc_hook=untyped_hook))
 _UNTYPED_MSGPACK_OUTPUT = replace(
     _UNTYPED_OUTPUT, msgpack_encoder=msgspec.msgpack.Encoder(enc_hook=untyped_hook)
@@ -229,7 +234,32 @@ def find_body(endpoint_name: str, parameters: list[inspect.Parameter]) -> list[i
         wants_body = wants_body or is_body_shaped(parameter.annotation)
         if wants_body and is_msgspec_json_type(strip_annotated(parameter.annotation)):
             found.append(parameter)
+    pydantic_only = [p for p in found if _declares_pydantic_only(endpoint_name, p)]
+    if pydantic_only:
+        # FastAPI reads the body, and validates with Pydantic every part it can: only a
+        # part that mentions a Struct is still ours.
+        found = [p for p in found if p not in pydantic_only and mentions_struct(p.annotation)]
     return found
+
+
+def _declares_pydantic_only(endpoint_name: str, parameter: inspect.Parameter) -> bool:
+    """Whether a body parameter declares what only Pydantic does: a validator or a
+    constraint msgspec has no equivalent of, `default_factory`, `validate_default`, a
+    `discriminator`, alias choices or paths, a media type other than JSON."""
+    for info in _param_metadata(parameter):
+        if not isinstance(info, FieldInfo):
+            continue
+        if info.default_factory is not None or info.validate_default or info.discriminator:
+            return True
+        if info.validation_alias is not None and not isinstance(info.validation_alias, str):
+            return True
+        if isinstance(info, params.Body) and not is_json_media_type(info.media_type):
+            return True
+    try:
+        _body_part(endpoint_name, parameter)
+    except TypeError:
+        return True  # Pydantic metadata msgspec has no equivalent of (`_params._meta_from`)
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,18 +297,11 @@ def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
     openapi_examples = None
     if body_info is not None:
         media_type = body_info.media_type
-        if not is_json_media_type(media_type):
-            raise TypeError(
-                f"{where}: only application/json and application/*+json bodies are "
-                f"supported, not {media_type!r}"
-            )
         for attribute in ("title", "description", "examples"):
             value = getattr(body_info, attribute, None)
             if value is not None:
                 docs[attribute] = value
         openapi_examples = getattr(body_info, "openapi_examples", None)
-        if body_info.default_factory is not None:
-            raise TypeError(f"{where}: Body(default_factory=...) is not supported")
         extra.extend(body_info.metadata)
         embed = body_info.embed is True
         key = body_info.alias or parameter.name
@@ -448,15 +471,17 @@ def _output_plan(
             raise TypeError(f"{where}: status code {options['status_code']} has no body")
         output_type = constrained_type(output_type, (), where)
         trusted_class, container = _trust(output_type)
+        any_inside = admits_any(output_type)
+        msgpack_encoder = _ANY_TYPED_MSGPACK_ENCODER if any_inside else _TYPED_MSGPACK_ENCODER
         return OutputPlan(
             _output_mode(trusted_class, shape),
-            _TYPED_ENCODER,
+            _ANY_TYPED_ENCODER if any_inside else _TYPED_ENCODER,
             msgspec.json.Decoder(type=output_type),
             output_type,
             trusted_class,
             container,
-            _TYPED_MSGPACK_ENCODER if msgpack else None,
-            admits_any=admits_any(output_type),
+            msgpack_encoder if msgpack else None,
+            admits_any=any_inside,
             shape=shape,
         )
     if output_type in (EMPTY, None) and untyped_allowed and not mentions_pydantic(return_type):

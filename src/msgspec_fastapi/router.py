@@ -24,7 +24,6 @@ from fastapi.datastructures import Default, DefaultPlaceholder
 from fastapi.routing import APIRoute
 from fastapi.sse import EventSourceResponse
 from msgspec.json import decode as json_decode
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -120,6 +119,13 @@ def _resolve(value: Any) -> Any:
     return value.value if isinstance(value, DefaultPlaceholder) else value
 
 
+def _reported(invalid: RequestValidationError) -> RequestValidationError:
+    """A 422 raised from the wrapper, reported to FastAPI's telemetry (when it observes the
+    request) as FastAPI's handler reports one raised before the endpoint runs."""
+    _compat.validation_failed(invalid)
+    return invalid
+
+
 def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..., Any]:
     """The endpoint FastAPI sees on the delegated tier."""
     endpoint = spec.endpoint
@@ -143,15 +149,15 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
         request.scope[REACHED_KEY] = True
         if UNDECODED_KEY in request.scope:
             # A dependency was handed what the request path could not decode.
-            raise request_invalid(model_errors, body, raw)
+            raise _reported(request_invalid(model_errors, body, raw))
         if model_names:
             if model_errors:
-                raise request_invalid(model_errors, body, raw)
+                raise _reported(request_invalid(model_errors, body, raw))
             for name in model_names:
                 values[name] = models[name]
         if body_names:
             if type(body) is RequestValidationError:
-                raise body
+                raise _reported(body)
             if embedded:
                 for name in body_names:
                     values[name] = body[name]
@@ -159,20 +165,33 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
                 values[body_names[0]] = body
         return respond, request, sub_response
 
-    @wraps(endpoint)
-    async def wrapper(**values: Any) -> Any:
-        respond, request, sub_response = arguments(values)
-        if streams:
-            result = endpoint(**values)
-        elif is_coroutine:
-            result = await endpoint(**values)
-        else:
-            result = await run_in_threadpool(endpoint, **values)
+    def responded(result: Any, respond: Any, request: Request, sub_response: Response) -> Any:
         if respond is None or isinstance(result, Response):
             return result
         return respond(
             result, sub_response.status_code, sub_response.raw_headers, request.scope["headers"]
         )
+
+    wrapper: Callable[..., Any]
+    if is_coroutine or streams:
+
+        @wraps(endpoint)
+        async def wrapper(**values: Any) -> Any:
+            respond, request, sub_response = arguments(values)
+            if streams:
+                result = endpoint(**values)
+            else:
+                result = await endpoint(**values)
+            return responded(result, respond, request, sub_response)
+
+    else:
+        # Sync as the endpoint is, so that FastAPI runs it in its threadpool: an
+        # integration that wraps the call FastAPI makes with a sync function (older
+        # Sentry SDKs) then gets a result, not a coroutine.
+        @wraps(endpoint)
+        def wrapper(**values: Any) -> Any:
+            respond, request, sub_response = arguments(values)
+            return responded(endpoint(**values), respond, request, sub_response)
 
     wrapper.__signature__ = exposed  # type: ignore[attr-defined]
     if streams:
@@ -542,6 +561,8 @@ def msgspec_route_class(
     per pair, made once."""
     if issubclass(route_class, MsgspecRoute):
         return route_class
+    if issubclass(base, route_class):
+        return base  # APIRoute itself (strawberry's GraphQLRouter passes it): nothing to add
     combined = _COMBINED.get((route_class, base))
     if combined is None:
         namespace = {
