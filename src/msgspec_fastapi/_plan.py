@@ -234,7 +234,17 @@ def find_body(endpoint_name: str, parameters: list[inspect.Parameter]) -> list[i
         wants_body = wants_body or is_body_shaped(parameter.annotation)
         if wants_body and is_msgspec_json_type(strip_annotated(parameter.annotation)):
             found.append(parameter)
-    pydantic_only = [p for p in found if _declares_pydantic_only(endpoint_name, p)]
+    pydantic_only = []
+    for parameter in found:
+        reason = _pydantic_only(endpoint_name, parameter)
+        if reason is None:
+            continue
+        if mentions_struct(parameter.annotation):
+            raise TypeError(
+                f"{endpoint_name}(): body parameter {parameter.name!r}: {reason} is for "
+                "Pydantic, which cannot validate a msgspec Struct"
+            )
+        pydantic_only.append(parameter)
     if pydantic_only:
         # FastAPI reads the body, and validates with Pydantic every part it can: only a
         # part that mentions a Struct is still ours.
@@ -242,24 +252,26 @@ def find_body(endpoint_name: str, parameters: list[inspect.Parameter]) -> list[i
     return found
 
 
-def _declares_pydantic_only(endpoint_name: str, parameter: inspect.Parameter) -> bool:
-    """Whether a body parameter declares what only Pydantic does: a validator or a
+def _pydantic_only(endpoint_name: str, parameter: inspect.Parameter) -> str | None:
+    """What a body parameter declares that only Pydantic does, or None: a validator or a
     constraint msgspec has no equivalent of, `default_factory`, `validate_default`, a
     `discriminator`, alias choices or paths, a media type other than JSON."""
     for info in _param_metadata(parameter):
         if not isinstance(info, FieldInfo):
             continue
-        if info.default_factory is not None or info.validate_default or info.discriminator:
-            return True
-        if info.validation_alias is not None and not isinstance(info.validation_alias, str):
-            return True
+        for option in ("default_factory", "validate_default", "discriminator"):
+            if getattr(info, option):
+                return option
+        alias = info.validation_alias
+        if alias is not None and not isinstance(alias, str):
+            return f"validation_alias={alias!r}"
         if isinstance(info, params.Body) and not is_json_media_type(info.media_type):
-            return True
+            return f"the media type {info.media_type!r}"
     try:
         _body_part(endpoint_name, parameter)
-    except TypeError:
-        return True  # Pydantic metadata msgspec has no equivalent of (`_params._meta_from`)
-    return False
+    except TypeError as exc:  # Pydantic metadata (`_params._meta_from`)
+        return str(exc).removeprefix(f"{endpoint_name}(): body parameter {parameter.name!r}: ")
+    return None
 
 
 @dataclass(frozen=True, slots=True)

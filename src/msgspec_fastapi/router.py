@@ -53,7 +53,7 @@ from ._shared import (
     RequestValidationError,
     body_too_large,
 )
-from ._telemetry import traced_handler
+from ._telemetry import reported, traced_handler
 from ._validation import request_invalid
 from .responses import MsgspecJSONResponse
 
@@ -119,13 +119,6 @@ def _resolve(value: Any) -> Any:
     return value.value if isinstance(value, DefaultPlaceholder) else value
 
 
-def _reported(invalid: RequestValidationError) -> RequestValidationError:
-    """A 422 raised from the wrapper, reported to FastAPI's telemetry (when it observes the
-    request) as FastAPI's handler reports one raised before the endpoint runs."""
-    _compat.validation_failed(invalid)
-    return invalid
-
-
 def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..., Any]:
     """The endpoint FastAPI sees on the delegated tier."""
     endpoint = spec.endpoint
@@ -149,15 +142,15 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
         request.scope[REACHED_KEY] = True
         if UNDECODED_KEY in request.scope:
             # A dependency was handed what the request path could not decode.
-            raise _reported(request_invalid(model_errors, body, raw))
+            raise reported(request_invalid(model_errors, body, raw), spec, values, body, models)
         if model_names:
             if model_errors:
-                raise _reported(request_invalid(model_errors, body, raw))
+                raise reported(request_invalid(model_errors, body, raw), spec, values, body, models)
             for name in model_names:
                 values[name] = models[name]
         if body_names:
             if type(body) is RequestValidationError:
-                raise _reported(body)
+                raise reported(body, spec, values, body, models)
             if embedded:
                 for name in body_names:
                     values[name] = body[name]
@@ -197,7 +190,7 @@ def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..
     if streams:
         # FastAPI follows __wrapped__ to decide whether an endpoint streams: this one
         # returns the stream itself.
-        del wrapper.__wrapped__
+        delattr(wrapper, "__wrapped__")
     setattr(wrapper, _SPEC_ATTR, spec)
     setattr(wrapper, _ARGUMENTS_ATTR, arguments)
     return wrapper
