@@ -55,7 +55,22 @@ def tier(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def router(tier: str, twin: Twin, monkeypatch: pytest.MonkeyPatch) -> Iterator[MsgspecRouter]:
+def solved(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The endpoints FastAPI's request handler solved dependencies for, in order, while
+    the test runs: a route whose endpoint is here went through FastAPI's solving."""
+    calls: list[Any] = []
+    original = fastapi.routing.solve_dependencies
+
+    async def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(kwargs["dependant"].call)
+        return await original(*args, **kwargs)
+
+    monkeypatch.setattr(fastapi.routing, "solve_dependencies", spy)
+    return calls
+
+
+@pytest.fixture
+def router(tier: str, twin: Twin, solved: list[Any]) -> Iterator[MsgspecRouter]:
     """A MsgspecRouter on each twin whose routes run on `tier`.
 
     On "delegated" every route gets a dependency that only FastAPI can solve, which keeps
@@ -63,14 +78,6 @@ def router(tier: str, twin: Twin, monkeypatch: pytest.MonkeyPatch) -> Iterator[M
     that FastAPI's dependency solving never ran: the routes really were served by the direct
     tier, so a test that passes on both tiers exercised both.
     """
-    solved: list[Any] = []
-    original = fastapi.routing.solve_dependencies
-
-    async def counting_solve_dependencies(*args: Any, **kwargs: Any) -> Any:
-        solved.append(getattr(kwargs.get("dependant"), "call", None))
-        return await original(*args, **kwargs)
-
-    monkeypatch.setattr(fastapi.routing, "solve_dependencies", counting_solve_dependencies)
     if tier == "delegated":
         router = twin.router_class(dependencies=[Depends(delegating_dependency)])
     else:

@@ -21,6 +21,14 @@ def delegating_dependency(_: Annotated[NoFields, Query()]) -> None:
     validate): its presence keeps a route on the delegated tier, and it does nothing."""
 
 
+def app_including(router: APIRouter, **include_options: Any) -> FastAPI:
+    """A new app that includes `router` with `include_options` (prefix, dependencies,
+    default_response_class, ...)."""
+    app = FastAPI()
+    app.include_router(router, **include_options)
+    return app
+
+
 def client_for(
     *routers: APIRouter, raise_server_exceptions: bool = True, **app_options: Any
 ) -> TestClient:
@@ -45,7 +53,7 @@ def assert_validation_error_shape(payload: Any, first_loc: str) -> None:
         assert isinstance(error["type"], str)
 
 
-def tier_router(twin: Twin, tier: str, **options: Any) -> MsgspecRouter:
+def tier_router(twin: Twin, tier: str = "direct", **options: Any) -> MsgspecRouter:
     """A MsgspecRouter whose routes run on `twin`, on `tier`: "direct", or "delegated"
     (every route gets a dependency only FastAPI solves, so FastAPI solves them)."""
     if tier == "delegated":

@@ -17,7 +17,6 @@ from contextlib import AsyncExitStack
 from typing import Annotated, Any
 
 import anyio
-import fastapi.routing
 import msgspec
 import pytest
 from fastapi import (
@@ -39,7 +38,7 @@ from fastapi.telemetry._api import _RequestTelemetry
 from fastapi.testclient import TestClient
 from raw_asgi import send_request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from support import NoFields
+from support import NoFields, app_including, client_for
 from twins import Twin
 
 from msgspec_fastapi import MsgspecRouter, _compat
@@ -665,16 +664,8 @@ def test_overrides_are_honoured_per_request_set_changed_and_cleared(twin: Twin) 
 
 
 def test_override_fastapi_must_solve_goes_to_fastapi_for_that_request(
-    twin: Twin, monkeypatch: pytest.MonkeyPatch
+    twin: Twin, solved: list[Any]
 ) -> None:
-    solved: list[Any] = []
-    original = fastapi.routing.solve_dependencies
-
-    async def spy(*args: Any, **kwargs: Any) -> Any:
-        solved.append(kwargs["dependant"].call)
-        return await original(*args, **kwargs)
-
-    monkeypatch.setattr(fastapi.routing, "solve_dependencies", spy)
     pair = Pair(twin, override_routes)
 
     def pydantic_user(_: Annotated[NoFields, Query()]) -> str:
@@ -711,9 +702,7 @@ def test_dependency_taking_the_body_gets_the_decoded_struct_on_the_direct_tier(
         return city
 
     assert router.routes[0].tier == "direct"  # type: ignore[attr-defined]
-    app = FastAPI()
-    app.include_router(router)
-    client = TestClient(app)
+    client = client_for(router)
     EVENTS.clear()
     response = client.post("/cities", json={"name": "Oslo"}, headers={"x-token": "secret"})
     assert response.json() == {"name": "Oslo", "population": 0}
@@ -770,8 +759,7 @@ def test_request_with_a_telemetry_record_goes_to_the_delegated_handling(
     monkeypatch.setattr(_compat, "solve_dependencies", spy)
     router = MsgspecRouter(route_class=twin.route_class)
     session_routes(router)
-    app = FastAPI()
-    app.include_router(router)
+    app = app_including(router)
 
     async def with_telemetry(scope: Scope, receive: Receive, send: Send) -> None:
         scope["fastapi.telemetry"] = _RequestTelemetry(span=None, span_method=scope["method"])
@@ -830,12 +818,9 @@ def test_dependency_reading_the_request_body_gets_the_bytes_already_read(twin: T
         return [size, city.name]
 
     assert router.routes[0].tier == "direct"  # type: ignore[attr-defined]
-    app = FastAPI()
-    app.include_router(router)
-
     body = b'{"name": "Oslo"}'
     headers = {"content-type": "application/json"}
-    response = TestClient(app).post("/body-read", content=body, headers=headers)
+    response = client_for(router).post("/body-read", content=body, headers=headers)
 
     assert response.json() == [len(body), "Oslo"]
 
@@ -870,24 +855,15 @@ def takes_item(item: Item) -> str:
 
 
 def test_override_leaving_an_embedded_body_part_to_no_dependency_goes_to_fastapi(
-    twin: Twin, monkeypatch: pytest.MonkeyPatch
+    twin: Twin, solved: list[Any]
 ) -> None:
-    solved: list[Any] = []
-    original = fastapi.routing.solve_dependencies
-
-    async def spy(*args: Any, **kwargs: Any) -> Any:
-        solved.append(kwargs["dependant"].call)
-        return await original(*args, **kwargs)
-
-    monkeypatch.setattr(fastapi.routing, "solve_dependencies", spy)
     router = MsgspecRouter(route_class=twin.route_class)
 
     @router.post("/parts")
     async def parts(city: City, item: Annotated[str, Depends(takes_item)]) -> list[str]:
         return [city.name, item]
 
-    app = FastAPI()
-    app.include_router(router)
+    app = app_including(router)
     client = TestClient(app)
     body = {"city": {"name": "Oslo"}, "item": {"title": "x"}}
 

@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient
 from openapi_spec_validator import validate
 from starlette.routing import Match
 from starlette.types import ASGIApp, Receive, Scope, Send
-from support import delegating_dependency
+from support import app_including, tier_router
 from twins import Twin
 
 from msgspec_fastapi import MsgspecJSONResponse, MsgspecRouter, install_openapi
@@ -58,13 +58,6 @@ class VendorResponse(MsgspecJSONResponse):
 TIERS = ["direct", "delegated"]
 
 
-def router_for(twin: Twin, tier: str = "direct", **options: Any) -> MsgspecRouter:
-    """A MsgspecRouter on `twin`, with a dependency on "delegated"."""
-    if tier == "delegated":
-        options["dependencies"] = [*options.get("dependencies", ()), Depends(delegating_dependency)]
-    return twin.router_class(**options)
-
-
 def answers(response: Any) -> tuple[int, str, bytes]:
     return response.status_code, response.headers["content-type"], response.content
 
@@ -89,11 +82,9 @@ def test_untyped_route_answers_with_the_inclusions_default_response_class(
         async def greeting() -> Any:
             return "hello" if response_class is not LevelResponse else {"hello": True}
 
-        app = FastAPI()
-        app.include_router(router, prefix="/api", default_response_class=response_class)
-        return app
+        return app_including(router, prefix="/api", default_response_class=response_class)
 
-    ours = client(build(router_for(twin, tier)), twin).get("/api/greeting")
+    ours = client(build(tier_router(twin, tier)), twin).get("/api/greeting")
     theirs = TestClient(build(APIRouter())).get("/api/greeting")
 
     assert answers(ours) == answers(theirs)
@@ -110,12 +101,10 @@ def test_untyped_route_answers_with_an_enclosing_routers_default_response_class(
             return "hello"
 
         parent.include_router(router, prefix="/inner")
-        app = FastAPI()
-        app.include_router(parent, prefix="/api")
-        return app
+        return app_including(parent, prefix="/api")
 
     ours = client(
-        build(router_for(twin, tier), router_for(twin, default_response_class=HTMLResponse)),
+        build(tier_router(twin, tier), tier_router(twin, default_response_class=HTMLResponse)),
         twin,
     ).get("/api/inner/greeting")
     theirs = TestClient(build(APIRouter(), APIRouter(default_response_class=HTMLResponse))).get(
@@ -130,14 +119,13 @@ def test_untyped_route_answers_with_an_enclosing_routers_default_response_class(
 def test_one_route_included_twice_answers_with_each_inclusions_class_on_its_own_tier(
     twin: Twin, tier: str
 ) -> None:
-    router = router_for(twin, tier)
+    router = tier_router(twin, tier)
 
     @router.get("/greeting")
     async def greeting() -> str:
         return "hello"
 
-    app = FastAPI()
-    app.include_router(router, prefix="/json")
+    app = app_including(router, prefix="/json")
     app.include_router(router, prefix="/text", default_response_class=PlainTextResponse)
     test_client = client(app, twin)
 
@@ -159,14 +147,13 @@ def test_one_route_included_twice_answers_with_each_inclusions_class_on_its_own_
 def test_inclusions_msgspec_response_class_labels_responses_with_its_media_type(
     twin: Twin, tier: str
 ) -> None:
-    router = router_for(twin, tier)
+    router = tier_router(twin, tier)
 
     @router.get("/city")
     async def city() -> City:
         return City(**OSLO)
 
-    app = FastAPI()
-    app.include_router(router, default_response_class=VendorResponse)
+    app = app_including(router, default_response_class=VendorResponse)
     response = client(app, twin).get("/city")
 
     assert answers(response) == (200, VendorResponse.media_type, msgspec.json.encode(OSLO))
@@ -181,11 +168,9 @@ def test_typed_route_is_rendered_by_the_inclusions_response_class_as_fastapi_doe
 
         city.__annotations__["return"] = city_type
         router.add_api_route("/city", city)
-        app = FastAPI()
-        app.include_router(router, default_response_class=LevelResponse)
-        return app
+        return app_including(router, default_response_class=LevelResponse)
 
-    ours = client(build(router_for(twin), City), twin).get("/city")
+    ours = client(build(tier_router(twin), City), twin).get("/city")
     theirs = TestClient(build(APIRouter(), PydanticCity)).get("/city")
 
     assert answers(ours) == answers(theirs)
@@ -207,11 +192,9 @@ def test_response_model_options_apply_before_the_response_class_renders(twin: Tw
 
         town.__annotations__["return"] = town_type
         router.add_api_route("/town", town, response_model_exclude_none=True)
-        app = FastAPI()
-        app.include_router(router, default_response_class=LevelResponse)
-        return app
+        return app_including(router, default_response_class=LevelResponse)
 
-    ours = client(build(router_for(twin), Town), twin).get("/town")
+    ours = client(build(tier_router(twin), Town), twin).get("/town")
     theirs = TestClient(build(APIRouter(), PydanticTown)).get("/town")
 
     assert answers(ours) == answers(theirs)
@@ -219,28 +202,26 @@ def test_response_model_options_apply_before_the_response_class_renders(twin: Tw
 
 
 def test_typed_route_result_is_checked_before_the_response_class_renders_it(twin: Twin) -> None:
-    router = router_for(twin)
+    router = tier_router(twin)
 
     @router.get("/city")
     async def city() -> City:
         return {"name": "Oslo", "population": "many"}  # type: ignore[return-value]
 
-    app = FastAPI()
-    app.include_router(router, default_response_class=LevelResponse)
+    app = app_including(router, default_response_class=LevelResponse)
 
     with pytest.raises(ResponseValidationError):
         client(app, twin).get("/city")
 
 
 def test_routes_own_response_class_wins_over_the_inclusions(twin: Twin) -> None:
-    router = router_for(twin)
+    router = tier_router(twin)
 
     @router.get("/greeting", response_class=PlainTextResponse)
     async def greeting() -> str:
         return "hello"
 
-    app = FastAPI()
-    app.include_router(router, default_response_class=HTMLResponse)
+    app = app_including(router, default_response_class=HTMLResponse)
 
     assert client(app, twin).get("/greeting").headers["content-type"].startswith("text/plain")
 
@@ -250,14 +231,13 @@ def test_typed_route_with_its_own_rendering_class_is_rendered_by_it(twin: Twin) 
         def render(self, content: Any) -> bytes:
             return b"rendered:" + msgspec.json.encode(content)
 
-    router = router_for(twin)
+    router = tier_router(twin)
 
     @router.get("/cities", response_class=Rendering)
     async def cities() -> list[City]:
         return [City(**OSLO)]
 
-    app = FastAPI()
-    app.include_router(router)
+    app = app_including(router)
 
     assert client(app, twin).get("/cities").content == b"rendered:" + msgspec.json.encode([OSLO])
 
@@ -265,18 +245,25 @@ def test_typed_route_with_its_own_rendering_class_is_rendered_by_it(twin: Twin) 
 # -- custom route classes -------------------------------------------------------------------------
 
 
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+
+def timed(handler: Handler) -> Handler:
+    """`handler`, its responses marked with an `x-timed` header."""
+
+    async def timed_handler(request: Request) -> Response:
+        response = await handler(request)
+        response.headers["x-timed"] = "yes"
+        return response
+
+    return timed_handler
+
+
 class TimedRoute(APIRoute):
     """FastAPI's tutorial route class: a handler of its own around FastAPI's."""
 
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def timed(request: Request) -> Response:
-            response = await handler(request)
-            response.headers["x-timed"] = "yes"
-            return response
-
-        return timed
+    def get_route_handler(self) -> Handler:
+        return timed(super().get_route_handler())
 
 
 class GzipRequest(Request):
@@ -292,7 +279,7 @@ class GzipRequest(Request):
 class GzipRoute(APIRoute):
     """FastAPI's tutorial route class: a Request class of its own."""
 
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+    def get_route_handler(self) -> Handler:
         handler = super().get_route_handler()
 
         async def unzipping(request: Request) -> Response:
@@ -305,14 +292,13 @@ class GzipRoute(APIRoute):
 def test_apiroute_subclass_as_route_class_keeps_its_handler_around_a_msgspec_body(
     twin: Twin, tier: str
 ) -> None:
-    router = router_for(twin, tier, route_class=TimedRoute)
+    router = tier_router(twin, tier, route_class=TimedRoute)
 
     @router.post("/cities")
     async def create(city: City) -> City:
         return city
 
-    app = FastAPI()
-    app.include_router(router)
+    app = app_including(router)
     response = client(app, twin).post("/cities", json=OSLO)
 
     assert (response.status_code, response.json()) == (200, OSLO)
@@ -323,14 +309,13 @@ def test_apiroute_subclass_as_route_class_keeps_its_handler_around_a_msgspec_bod
 
 
 def test_route_class_with_its_own_request_class_has_the_body_read_through_it(twin: Twin) -> None:
-    router = router_for(twin, route_class=GzipRoute)
+    router = tier_router(twin, route_class=GzipRoute)
 
     @router.post("/sum")
     async def total(numbers: Annotated[list[int], Body()]) -> int:
         return sum(numbers)
 
-    app = FastAPI()
-    app.include_router(router)
+    app = app_including(router)
     response = client(app, twin).post(
         "/sum",
         content=gzip.compress(b"[1, 2, 3]"),
@@ -341,14 +326,13 @@ def test_route_class_with_its_own_request_class_has_the_body_read_through_it(twi
 
 
 def test_route_class_with_its_own_handler_keeps_the_body_limit(twin: Twin) -> None:
-    router = router_for(twin, route_class=TimedRoute, max_body_size=8)
+    router = tier_router(twin, route_class=TimedRoute, max_body_size=8)
 
     @router.post("/sum")
     async def total(numbers: Annotated[list[int], Body()]) -> int:
         return sum(numbers)
 
-    app = FastAPI()
-    app.include_router(router)
+    app = app_including(router)
     test_client = client(app, twin)
 
     assert test_client.post("/sum", content=b"[1,2,3]", headers=JSON).json() == 6
@@ -365,14 +349,13 @@ def test_route_class_with_its_own_matches_is_asked_for_every_request(
                 return Match.NONE, {}
             return super().matches(scope)
 
-    router = router_for(twin, route_class=HeaderRoute)
+    router = tier_router(twin, route_class=HeaderRoute)
 
     @router.get("/items")
     async def items() -> list[int]:
         return [1]
 
-    app = FastAPI()
-    app.include_router(router, prefix="/api")
+    app = app_including(router, prefix="/api")
     test_client = client(app, twin) if dispatch else TestClient(app)
 
     assert test_client.get("/api/items").status_code == 404
@@ -391,14 +374,13 @@ def test_route_class_with_its_own_handle_is_called_for_its_requests(
             handled.append(scope["path"])
             await super().handle(scope, receive, send)
 
-    router = router_for(twin, tier, route_class=TrackingRoute)
+    router = tier_router(twin, tier, route_class=TrackingRoute)
 
     @router.post("/cities")
     async def create(city: City) -> City:
         return city
 
-    app = FastAPI()
-    app.include_router(router, prefix="/api")
+    app = app_including(router, prefix="/api")
     test_client = client(app, twin) if dispatch else TestClient(app)
 
     assert test_client.post("/api/cities", json=OSLO).json() == OSLO
@@ -410,15 +392,8 @@ def test_msgspec_route_subclass_with_its_own_handler_runs_it_for_a_route_that_co
     twin: Twin,
 ) -> None:
     class TimedMsgspecRoute(twin.route_class):  # type: ignore[name-defined,misc]
-        def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-            handler = super().get_route_handler()
-
-            async def timed(request: Request) -> Response:
-                response = await handler(request)
-                response.headers["x-timed"] = "yes"
-                return response
-
-            return timed
+        def get_route_handler(self) -> Handler:
+            return timed(super().get_route_handler())
 
     router = twin.router_class(route_class=TimedMsgspecRoute)
 
@@ -426,8 +401,7 @@ def test_msgspec_route_subclass_with_its_own_handler_runs_it_for_a_route_that_co
     async def create(city: City) -> City:
         return city
 
-    app = FastAPI()
-    app.include_router(router)
+    app = app_including(router)
     response = client(app, twin).post("/cities", json=OSLO)
 
     assert (response.json(), response.headers["x-timed"]) == (OSLO, "yes")
@@ -435,14 +409,13 @@ def test_msgspec_route_subclass_with_its_own_handler_runs_it_for_a_route_that_co
 
 
 def test_route_class_override_may_be_an_apiroute_subclass(twin: Twin) -> None:
-    router = router_for(twin)
+    router = tier_router(twin)
 
     async def create(city: City) -> City:
         return city
 
     router.add_api_route("/cities", create, methods=["POST"], route_class_override=TimedRoute)
-    app = FastAPI()
-    app.include_router(router)
+    app = app_including(router)
 
     assert client(app, twin).post("/cities", json=OSLO).headers["x-timed"] == "yes"
 
@@ -467,14 +440,13 @@ def test_integration_wrapping_the_endpoint_while_the_handler_is_built_sees_every
         return original(*args, **kwargs)
 
     monkeypatch.setattr(fastapi.routing, "get_request_handler", wrapping_get_request_handler)
-    router = router_for(twin)
+    router = tier_router(twin)
 
     @router.post("/cities")
     async def create(city: City) -> City:
         return city
 
-    app = FastAPI()
-    app.include_router(router)
+    app = app_including(router)
 
     assert client(app, twin).post("/cities", json=OSLO).json() == OSLO
     assert calls == ["traced"]
@@ -495,11 +467,9 @@ def test_pydantic_only_parameter_type_is_validated_as_fastapi_does(twin: Twin, u
         async def hooks(callback_url: pydantic.AnyUrl) -> Any:
             return {"url": str(callback_url)}
 
-        app = FastAPI()
-        app.include_router(router)
-        return app
+        return app_including(router)
 
-    router = router_for(twin)
+    router = tier_router(twin)
     ours = client(build(router), twin).get("/hooks", params={"callback_url": url})
     theirs = TestClient(build(APIRouter())).get("/hooks", params={"callback_url": url})
 
@@ -517,26 +487,23 @@ def test_pydantic_only_parameter_beside_a_msgspec_body_is_validated_as_fastapi_d
 
         create.__annotations__["city"] = city_type
         router.add_api_route("/cities", create, methods=["POST"])
-        app = FastAPI()
-        app.include_router(router)
-        return app
+        return app_including(router)
 
     query = {"callback_url": url}
-    ours = client(build(router_for(twin), City), twin).post("/cities", params=query, json=OSLO)
+    ours = client(build(tier_router(twin), City), twin).post("/cities", params=query, json=OSLO)
     theirs = TestClient(build(APIRouter(), PydanticCity)).post("/cities", params=query, json=OSLO)
 
     assert (ours.status_code, ours.json()) == (theirs.status_code, theirs.json())
 
 
 def test_msgspec_body_beside_a_pydantic_body_reads_both_embedded_by_name(twin: Twin) -> None:
-    router = router_for(twin)
+    router = tier_router(twin)
 
     @router.post("/cities")
     async def create(city: City, note: Note) -> Any:
         return {"city": city.name, "note": note.text}
 
-    app = FastAPI()
-    app.include_router(router)
+    app = app_including(router)
     test_client = client(app, twin)
 
     response = test_client.post("/cities", json={"city": OSLO, "note": {"text": "cold"}})
@@ -545,13 +512,12 @@ def test_msgspec_body_beside_a_pydantic_body_reads_both_embedded_by_name(twin: T
 
 
 def test_mixed_body_errors_list_fastapis_and_ours_located_by_name(twin: Twin) -> None:
-    router = router_for(twin)
+    router = tier_router(twin)
 
     @router.post("/cities")
     async def create(city: City, note: Note) -> None: ...
 
-    app = FastAPI()
-    app.include_router(router)
+    app = app_including(router)
 
     response = client(app, twin).post("/cities", json={"city": {"name": "Oslo"}, "note": {}})
     assert response.status_code == 422
@@ -562,13 +528,12 @@ def test_mixed_body_errors_list_fastapis_and_ours_located_by_name(twin: Twin) ->
 def test_mixed_body_is_documented_as_fastapis_body_model_and_ours_in_one_object(
     twin: Twin,
 ) -> None:
-    router = router_for(twin)
+    router = tier_router(twin)
 
     @router.post("/cities")
     async def create(city: City, note: Note) -> None: ...
 
-    app = FastAPI()
-    app.include_router(router, prefix="/api")
+    app = app_including(router, prefix="/api")
     install_openapi(app, router)
     document = TestClient(app).get("/openapi.json").json()
     validate(document)
@@ -593,14 +558,13 @@ def test_single_msgspec_body_beside_an_inclusions_body_dependency_is_read_by_nam
     def note_text(note: Annotated[str, Body()]) -> str:
         return note
 
-    router = router_for(twin)
+    router = tier_router(twin)
 
     @router.post("/cities")
     async def create(city: City, request: Request) -> Any:
         return {"city": city.name}
 
-    app = FastAPI()
-    app.include_router(router, dependencies=[Depends(note_text)])
+    app = app_including(router, dependencies=[Depends(note_text)])
     test_client = client(app, twin)
 
     response = test_client.post("/cities", json={"city": OSLO, "note": "cold"})
@@ -629,14 +593,13 @@ class RecordScope:
 def test_route_context_and_scope_show_the_users_endpoint(
     twin: Twin, tier: str, dispatch: bool
 ) -> None:
-    router = router_for(twin, tier)
+    router = tier_router(twin, tier)
 
     async def create(city: City) -> City:
         return city
 
     router.add_api_route("/cities", create, methods=["POST"])
-    app = FastAPI()
-    app.include_router(router, prefix="/api")
+    app = app_including(router, prefix="/api")
     recorder = RecordScope(app)
     if dispatch:
         twin.install_dispatch(app)
@@ -654,7 +617,7 @@ def test_route_outside_an_inclusion_sets_the_users_endpoint_in_the_scope(twin: T
     async def create(city: City) -> City:
         return city
 
-    router = router_for(twin)
+    router = tier_router(twin)
     router.add_api_route("/cities", create, methods=["POST"])
     route = router.routes[0]
     app = FastAPI()

@@ -9,7 +9,6 @@ to tell the tiers apart.
 
 from typing import Annotated, Any
 
-import fastapi.routing
 import msgspec
 import pytest
 from fastapi import (
@@ -53,20 +52,6 @@ def only_route(router: MsgspecRouter) -> MsgspecRoute:
     (route,) = router.routes
     assert isinstance(route, MsgspecRoute)
     return route
-
-
-@pytest.fixture
-def solved(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """The endpoints FastAPI's request handler solved dependencies for, in order."""
-    calls: list[Any] = []
-    original = fastapi.routing.solve_dependencies
-
-    async def spy(*args: Any, **kwargs: Any) -> Any:
-        calls.append(kwargs["dependant"].call)
-        return await original(*args, **kwargs)
-
-    monkeypatch.setattr(fastapi.routing, "solve_dependencies", spy)
-    return calls
 
 
 # -- which tier --------------------------------------------------------------------------------

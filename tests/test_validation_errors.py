@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse
 from fastapi.testclient import TestClient
 from pydantic import BaseModel, ConfigDict
 from support import client_for
+from twins import Twin
 
 from msgspec_fastapi import MsgspecRouter, install_openapi
 from msgspec_fastapi._validation import MAX_ERRORS, BodyErrors
@@ -74,6 +75,10 @@ def post(router: APIRouter, path: str, body: Any) -> Any:
     return client_for(router).post(path, content=content, headers=headers)
 
 
+def put(router: APIRouter, path: str, body: Any) -> Any:
+    return client_for(router).put(path, json=body)
+
+
 def locs(response: Any) -> list[list[Any]]:
     assert response.status_code == 422, response.text
     return [error["loc"] for error in response.json()["detail"]]
@@ -124,6 +129,47 @@ def test_a_wrong_dict_value_is_located_by_its_key(cities: MsgspecRouter) -> None
     body = {"name": "a", "population": 1, "scores": {"ok": 1, "bad": "v"}}
 
     assert locs(post(cities, "/city", body)) == [["body", "scores", "bad"]]
+
+
+def test_a_wrong_dict_key_is_located_at_key_under_it_with_the_key_as_input(
+    router: MsgspecRouter,
+) -> None:
+    @router.post("/weights")
+    async def weights(weights: dict[int, float]) -> int:
+        return len(weights)
+
+    response = post(router, "/weights", {"foo": 2.2, "3": 3.3})
+
+    assert response.json()["detail"] == [
+        {
+            "type": "value_error.msgspec",
+            "loc": ["body", "foo", "[key]"],
+            "msg": "Expected `int`, got `str` - at `key` in `$`",
+            "input": "foo",
+        }
+    ]
+
+
+def test_a_wrong_dict_key_and_its_wrong_value_are_both_reported(router: MsgspecRouter) -> None:
+    @router.post("/weights")
+    async def weights(weights: dict[int, float]) -> int:
+        return len(weights)
+
+    response = post(router, "/weights", {"foo": "heavy", "3": 3.3})
+
+    assert locs(response) == [["body", "foo", "[key]"], ["body", "foo"]]
+
+
+def test_a_wrong_nested_dict_key_is_located_through_its_parents(router: MsgspecRouter) -> None:
+    @router.post("/weights")
+    async def weights(weights: dict[str, dict[int, float]]) -> int:
+        return len(weights)
+
+    response = post(router, "/weights", {"a": {"1": 1.0, "foo": 2.0}})
+
+    assert [(e["loc"], e["input"]) for e in response.json()["detail"]] == [
+        (["body", "a", "foo", "[key]"], "foo")
+    ]
 
 
 def test_a_renamed_field_is_located_by_its_encoded_name(router: MsgspecRouter) -> None:
@@ -387,6 +433,63 @@ def test_a_wrong_part_is_located_under_its_key(parts: MsgspecRouter) -> None:
     body = {"city": {"name": "Oslo", "population": "x"}, "point": {"x": 2}, "n": 5}
 
     assert locs(post(parts, "/parts", body)) == [["body", "city", "population"], ["body", "n"]]
+
+
+def test_a_missing_part_of_a_body_object_has_no_input(parts: MsgspecRouter) -> None:
+    body = {"city": {"name": "Oslo", "population": 1}, "n": "hi"}
+
+    assert post(parts, "/parts", body).json()["detail"] == [
+        {"type": "missing", "loc": ["body", "point"], "msg": "Field required", "input": None}
+    ]
+
+
+@pytest.mark.parametrize("body", [[], [1], 5, "text"], ids=["empty-list", "list", "int", "str"])
+def test_a_body_that_is_no_object_misses_every_part_even_defaulted_ones(
+    parts: MsgspecRouter, body: Any
+) -> None:
+    assert post(parts, "/parts", body).json()["detail"] == [
+        {"type": "missing", "loc": ["body", key], "msg": "Field required", "input": None}
+        for key in ("city", "point", "n", "size")
+    ]
+
+
+def test_parts_are_reported_in_the_order_of_the_parameters(router: MsgspecRouter) -> None:
+    @router.post("/ordered")
+    async def ordered(
+        *, size: Annotated[int, Body()] = 3, point: Point, name: Annotated[str, Body()]
+    ) -> int:
+        return size
+
+    response = post(router, "/ordered", {"size": "x"})
+
+    assert locs(response) == [["body", "size"], ["body", "point"], ["body", "name"]]
+
+
+def test_parts_beside_a_pydantic_model_are_missing_from_a_list_body(twin: Twin) -> None:
+    router = twin.router_class()
+
+    @router.put("/items")
+    async def update(item: PointModel, importance: Annotated[int, Body()]) -> int:
+        return importance
+
+    response = put(router, "/items", [])
+
+    assert response.json()["detail"] == [
+        {"type": "missing", "loc": ["body", key], "msg": "Field required", "input": None}
+        for key in ("item", "importance")
+    ]
+
+
+def test_parts_beside_a_pydantic_model_have_no_input_when_missing(twin: Twin) -> None:
+    router = twin.router_class()
+
+    @router.put("/items")
+    async def update(item: PointModel, importance: Annotated[int, Body()]) -> int:
+        return importance
+
+    response = put(router, "/items", {})
+
+    assert [error["input"] for error in response.json()["detail"]] == [None, None]
 
 
 def test_the_parts_are_documented_as_one_body_schema(parts: MsgspecRouter) -> None:

@@ -10,8 +10,7 @@ routes of the app itself (FastAPI's fastest routing), and `bare`, the physical l
 same endpoints behind a dict lookup in a bare ASGI app, no FastAPI at all.
 """
 
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import parse_qsl
 
 import msgspec
@@ -29,38 +28,13 @@ from .cities import (
     Dataset,
     search,
 )
+from .floor_asgi import BareApp, Receive, Scope, Send, answer, read_body
 from .routetable import Item, make_items
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-
-_JSON = (b"content-type", b"application/json")
 
 
 class ListQuery(msgspec.Struct):
     limit: Annotated[int, Meta(ge=1, le=LIMIT_MAX)] = PAGE_SIZE
     offset: Annotated[int, Meta(ge=0)] = 0
-
-
-async def _read_body(receive: Receive) -> bytes:
-    message = await receive()
-    body: bytes = message.get("body", b"")
-    if not message.get("more_body", False):
-        return body
-    # Only reached with a chunked body; the benchmark always sends one message.
-    chunks = [body]
-    while message.get("more_body", False):
-        message = await receive()
-        chunks.append(message.get("body", b""))
-    return b"".join(chunks)
-
-
-async def _answer(send: Send, status: int, payload: bytes) -> None:
-    headers = [_JSON, (b"content-length", str(len(payload)).encode())]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": payload})
 
 
 class _Endpoint:
@@ -72,7 +46,7 @@ class _Endpoint:
             status, result = await self.handle(scope, receive)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             status, result = 422, {"detail": str(exc)}
-        await _answer(send, status, self.encoder.encode(result))
+        await answer(send, status, self.encoder.encode(result))
 
     async def handle(self, scope: Scope, receive: Receive) -> tuple[int, object]:
         raise NotImplementedError
@@ -82,7 +56,7 @@ class _Validate(_Endpoint):
     decoder = msgspec.json.Decoder(list[City])
 
     async def handle(self, scope: Scope, receive: Receive) -> tuple[int, object]:
-        cities = self.decoder.decode(await _read_body(receive))
+        cities = self.decoder.decode(await read_body(receive))
         return 200, Accepted(len(cities))
 
 
@@ -105,7 +79,7 @@ class _Search(_Endpoint):
         self.data = data
 
     async def handle(self, scope: Scope, receive: Receive) -> tuple[int, object]:
-        query = self.decoder.decode(await _read_body(receive))
+        query = self.decoder.decode(await read_body(receive))
         data = self.data
         items = search(
             data.cities, data.by_country, query.country, query.min_population, query.limit
@@ -155,7 +129,7 @@ class _EchoItem(_Endpoint):
     decoder = msgspec.json.Decoder(Item)
 
     async def handle(self, scope: Scope, receive: Receive) -> tuple[int, object]:
-        return 200, self.decoder.decode(await _read_body(receive))
+        return 200, self.decoder.decode(await read_body(receive))
 
 
 def _table_routes(k: int, items: dict[int, Item]) -> list[Route]:
@@ -186,41 +160,10 @@ def build_app_level_table_app(size: int) -> FastAPI:
     return app
 
 
-class _BareApp:
-    """Exact paths in one dict; a path with a trailing {item_id} found by its parent."""
-
-    def __init__(self, size: int) -> None:
-        items = make_items()
-        self.exact: dict[tuple[str, str], _Endpoint] = {}
-        self.with_id: dict[tuple[str, str], _Endpoint] = {}
-        for k in range(size):
-            self.with_id["GET", f"/r{k}/items"] = _GetItem(items)
-            self.exact["POST", f"/r{k}/items"] = _EchoItem()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
-            return
-        method, path = scope["method"], scope["path"]
-        endpoint = self.exact.get((method, path))
-        if endpoint is None:
-            parent, _, last = path.rpartition("/")
-            endpoint = self.with_id.get((method, parent)) if last.isdigit() else None
-            if endpoint is None:
-                await _answer(send, 404, b'{"detail":"Not Found"}')
-                return
-            scope["path_params"] = {"item_id": int(last)}
-        await endpoint(scope, receive, send)
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        kind = message["type"].removeprefix("lifespan.")
-        await send({"type": f"lifespan.{kind}.complete"})
-        if kind == "shutdown":
-            return
-
-
-def build_bare_table_app(size: int) -> _BareApp:
-    return _BareApp(size)
+def build_bare_table_app(size: int) -> BareApp:
+    items = make_items()
+    app = BareApp()
+    for k in range(size):
+        app.with_id["GET", f"/r{k}/items"] = _GetItem(items)
+        app.exact["POST", f"/r{k}/items"] = _EchoItem()
+    return app

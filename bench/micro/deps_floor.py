@@ -24,7 +24,6 @@ from fastapi.security import SecurityScopes
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 
-from .app_floor import Receive, Scope, Send, _answer, _lifespan, _read_body
 from .deps import READ_SCOPE, NewItem, unrelated, unrelated_override
 from .deps_fastapi import (
     ItemRepository,
@@ -37,6 +36,7 @@ from .deps_fastapi import (
     two_get,
     two_post,
 )
+from .floor_asgi import BareApp, Receive, Scope, Send, answer, read_body
 
 Overrides = dict[Callable[..., Any], Callable[..., Any]]
 
@@ -69,7 +69,7 @@ class _Endpoint:
             status, result = exc.status_code, {"detail": exc.detail}
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             status, result = 422, {"detail": str(exc)}
-        await _answer(send, status, self.encoder.encode(result))
+        await answer(send, status, self.encoder.encode(result))
 
     async def handle(self, scope: Scope, receive: Receive) -> object:
         raise NotImplementedError
@@ -104,7 +104,7 @@ class _TwoPost(_Endpoint):
 
     async def handle(self, scope: Scope, receive: Receive) -> object:
         # The body first: FastAPI reads and decodes it before any dependency runs.
-        item = self.decoder.decode(await _read_body(receive))
+        item = self.decoder.decode(await read_body(receive))
         authorization = _header(dict(scope["headers"]), b"authorization")
         sessions = self.resolve(get_session)()
         session = await anext(sessions)
@@ -169,36 +169,13 @@ def build_floor_app(override: bool) -> FastAPI:
     return app
 
 
-class _BareApp:
-    """Exact paths in one dict; a path with a trailing {item_id} found by its parent."""
-
-    def __init__(self) -> None:
-        self.dependency_overrides: Overrides = {}
-        overrides = self.dependency_overrides
-        self.exact: dict[tuple[str, str], _Endpoint] = {("POST", "/two/items"): _TwoPost(overrides)}
-        self.with_id: dict[tuple[str, str], _Endpoint] = {
-            ("GET", "/two/items"): _TwoGet(overrides),
-            ("GET", "/deep/items"): _DeepGet(overrides),
-        }
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
-            return
-        method, path = scope["method"], scope["path"]
-        endpoint = self.exact.get((method, path))
-        if endpoint is None:
-            parent, _, last = path.rpartition("/")
-            endpoint = self.with_id.get((method, parent)) if last.isdigit() else None
-            if endpoint is None:
-                await _answer(send, 404, b'{"detail":"Not Found"}')
-                return
-            scope["path_params"] = {"item_id": int(last)}
-        await endpoint(scope, receive, send)
-
-
-def build_bare_app(override: bool) -> _BareApp:
-    app = _BareApp()
+def build_bare_app(override: bool) -> BareApp:
+    app = BareApp()
+    # Looked up per request by the endpoints, as FastAPI looks up app.dependency_overrides.
+    overrides: Overrides = {}
+    app.exact["POST", "/two/items"] = _TwoPost(overrides)
+    app.with_id["GET", "/two/items"] = _TwoGet(overrides)
+    app.with_id["GET", "/deep/items"] = _DeepGet(overrides)
     if override:
-        app.dependency_overrides[unrelated] = unrelated_override
+        overrides[unrelated] = unrelated_override
     return app

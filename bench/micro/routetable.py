@@ -11,6 +11,7 @@ from __future__ import annotations
 import msgspec
 
 from .asgi import Case
+from .routetable_plot import case_key
 
 ITEM_COUNT = 100
 ITEM_ID = 42
@@ -41,10 +42,6 @@ def make_items() -> dict[int, Item]:
 
 def routers_phrase(size: int) -> str:
     return f"{size} router" + ("" if size == 1 else "s")
-
-
-def case_key(size: int, route: str) -> str:
-    return f"{route}@{size}"
 
 
 def route_label(size: int, route: str) -> str:

@@ -7,15 +7,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from .routetable import ROUTE_KEYS, case_key, routers_phrase
+from .routetable_plot import COLUMNS, figure
 
 # The base of the ratio in every cell: FastAPI's fastest routing, same endpoint work.
 BASE = "app-floor"
-COLUMNS = {
-    "get-first": "GET first",
-    "get-last": "GET last",
-    "post-first": "POST first",
-    "post-last": "POST last",
-}
 
 Times = dict[str, dict[str, list[float]]]
 
@@ -139,34 +134,10 @@ def print_targets(out: TextIO, found: list[tuple[str, list[float]]]) -> None:
 
 def plot(path: Path, summary: dict[str, dict[str, dict[str, Any]]], sizes: list[int]) -> None:
     """µs per request against routers, GET and POST to the last router, one line a variant."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # a file only; no display needed
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
-    for axis, route in zip(axes, ("get-last", "post-last"), strict=True):
-        rows = [summary.get(case_key(size, route), {}) for size in sizes]
-        variants = list(dict.fromkeys(variant for row in rows for variant in row))
-        for variant in variants:
-            points = [
-                (size, row[variant]["median_us"])
-                for size, row in zip(sizes, rows, strict=True)
-                if variant in row
-            ]
-            axis.plot(*zip(*points, strict=True), marker="o", label=variant)
-        # Both axes logarithmic: a flat line and one growing with N both stay readable, and
-        # the references (bare at a few µs) stay apart from the rest.
-        axis.set_xscale("log")
-        axis.set_yscale("log")
-        axis.set_xticks(sizes, [str(size) for size in sizes])
-        axis.minorticks_off()
-        axis.set_xlabel("routers in the app")
-        axis.set_title(f"{COLUMNS[route]} router")
-        axis.grid(True, alpha=0.3)
-    axes[0].set_ylabel("µs per request (median, log scale)")
-    axes[0].legend(fontsize="small")
-    figure.tight_layout()
+    drawn = figure(summary, sizes)
+    drawn.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    drawn.savefig(path, dpi=120)
+    plt.close(drawn)

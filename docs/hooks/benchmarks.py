@@ -15,12 +15,14 @@ A placeholder naming a missing file, and a results file no page shows, fail the 
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import re
 import statistics
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from mkdocs.config.defaults import MkDocsConfig
@@ -28,7 +30,8 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
-RESULTS = Path(__file__).resolve().parents[2] / "bench" / "results"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+RESULTS = BENCH / "results"
 PLACEHOLDER = re.compile(r"^<!-- bench: ([\w.-]+\.json) -->$", re.MULTILINE)
 PLOT_DIR = "img/bench"
 # Pairs of the city routes' per-round ratio table, as the README printed them.
@@ -39,14 +42,23 @@ CITY_PAIRS = (
     ("compiled", "upstream"),
     ("upstream", "floor"),
 )
-ROUTE_TABLE_COLUMNS = {
-    "get-first": "GET first",
-    "get-last": "GET last",
-    "post-first": "POST first",
-    "post-last": "POST last",
-}
 
 Doc = dict[str, Any]
+
+
+def _bench_module(path: Path) -> ModuleType:
+    """A module of the benchmarks, loaded by its path: bench/ is no package of the docs'
+    venv, and the module imports nothing that venv lacks."""
+    spec = importlib.util.spec_from_file_location(f"bench_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# The route-table plot and column titles, as `bench/micro.py --routers --plot` draws them.
+routetable_plot = _bench_module(BENCH / "micro" / "routetable_plot.py")
+
 _documents: dict[str, Doc] = {}
 _plots: dict[str, bytes] = {}
 _rendered: dict[str, str] = {}
@@ -104,29 +116,8 @@ def plot_bars(groups: dict[str, dict[str, float]], ylabel: str) -> bytes:
 
 def plot_route_table(routes: dict[str, Doc], sizes: list[int]) -> bytes:
     """µs per request against routers in the app, to the last router, log-log."""
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
-    for axis, route in zip(axes, ("get-last", "post-last"), strict=True):
-        rows = [routes.get(f"{route}@{size}", {}).get("summary", {}) for size in sizes]
-        variants = list(dict.fromkeys(v for row in rows for v in row))
-        for variant in variants:
-            points = [
-                (s, row[variant]["median_us"])
-                for s, row in zip(sizes, rows, strict=True)
-                if variant in row
-            ]
-            axis.plot(*zip(*points, strict=True), marker="o", label=variant)
-        axis.set_xscale("log")
-        axis.set_yscale("log")
-        axis.set_xticks(sizes, [str(size) for size in sizes])
-        axis.minorticks_off()
-        axis.set_xlabel("routers in the app")
-        axis.set_title(f"{ROUTE_TABLE_COLUMNS[route]} router")
-        axis.grid(True, alpha=0.3)
-    axes[0].set_ylabel("µs per request (median, log scale)")
-    axes[0].legend(fontsize="small")
-    return _svg(figure)
+    summary = {key: data.get("summary", {}) for key, data in routes.items()}
+    return _svg(routetable_plot.figure(summary, sizes))
 
 
 # --- tables ------------------------------------------------------------------------------
@@ -250,20 +241,21 @@ def render_micro_routers(name: str, document: Doc) -> str:
     routes = document["routes"]
     parts = []
     for size in sizes:
-        present = [r for r in ROUTE_TABLE_COLUMNS if f"{r}@{size}" in routes]
-        variants = list(dict.fromkeys(v for r in present for v in routes[f"{r}@{size}"]["summary"]))
+        keys = {r: routetable_plot.case_key(size, r) for r in routetable_plot.COLUMNS}
+        present = [r for r, key in keys.items() if key in routes]
+        variants = list(dict.fromkeys(v for r in present for v in routes[keys[r]]["summary"]))
         rows = []
         for variant in variants:
             cells = [variant]
             for route in present:
-                row = routes[f"{route}@{size}"]["summary"].get(variant)
+                row = routes[keys[route]]["summary"].get(variant)
                 cells.append(
                     "-"
                     if row is None
                     else f"{row['median_us']:.1f} ({ratio(row.get('ratio_to_app-floor'))})"
                 )
             rows.append(cells)
-        columns = ["variant"] + [ROUTE_TABLE_COLUMNS[r] for r in present]
+        columns = ["variant"] + [routetable_plot.COLUMNS[r] for r in present]
         plural = "router" if size == 1 else "routers"
         parts.append(f"**{size} {plural}** (the last is `/r{size - 1}`)\n\n" + table(columns, rows))
     targets = document.get("targets")

@@ -21,14 +21,15 @@ import inspect
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
 from functools import cache
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args, get_origin
 
 from anyio import CancelScope
 from anyio.lowlevel import checkpoint_if_cancelled
-from fastapi import Header
+from fastapi import Header, params
 from fastapi import concurrency as _fastapi_concurrency
 from fastapi import routing as _routing
 from fastapi import sse as _sse
+from fastapi._compat import copy_field_info as _copy_field_info
 from fastapi.dependencies import models as _dep_models
 from fastapi.dependencies import utils as _dep_utils
 from fastapi.dependencies import utils as _dependency_utils
@@ -38,6 +39,7 @@ from fastapi.exceptions import FastAPIError, RequestValidationError
 from fastapi.openapi import utils as _openapi_utils
 from fastapi.telemetry import _api as _telemetry
 from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 from starlette._exception_handler import _lookup_exception_handler
 from starlette._utils import get_route_path as _get_route_path
 from starlette.datastructures import FormData, Headers
@@ -218,6 +220,41 @@ def replace_validator(
     field.validate = validate
 
 
+def body_field_info(annotation: Any, default: Any) -> FieldInfo:
+    """The FieldInfo FastAPI reads a body parameter by (its alias, validation alias),
+    chosen as `analyze_param` chooses it: the last Body (or other parameter) in
+    `Annotated`, merged with the Field()s there by FastAPI's `copy_field_info` (0.165
+    takes their alias, 0.142.2 only their constraints); else a Body default; else the
+    Body FastAPI infers, into which 0.165 merges the Field()s too
+    (`inferred_body_merges_fields`). Never mutates the parameter's own FieldInfo."""
+    metadata = get_args(annotation)[1:] if get_origin(annotation) is Annotated else ()
+    specific = [m for m in metadata if isinstance(m, (params.Param, params.Body, params.Depends))]
+    if specific and isinstance(specific[-1], FieldInfo):
+        return _copy_field_info(field_info=specific[-1], annotation=annotation)
+    if isinstance(default, FieldInfo):
+        return default
+    inferred = params.Body(annotation=annotation)
+    if metadata and inferred_body_merges_fields():
+        return _copy_field_info(field_info=inferred, annotation=annotation)
+    return inferred
+
+
+@cache
+def inferred_body_merges_fields() -> bool:
+    """Whether FastAPI reads a body parameter without Body() by the alias of a Field()
+    in its `Annotated` (0.165) or by its own name (0.142.2); asked of FastAPI's own
+    parameter analysis, once."""
+
+    def endpoint(**values: Any) -> None:
+        """Takes one inferred body parameter, as its signature says."""
+
+    annotation = Annotated[list[int], FieldInfo(alias="probe_alias")]
+    parameter = inspect.Parameter("probe", inspect.Parameter.KEYWORD_ONLY, annotation=annotation)
+    endpoint.__signature__ = inspect.Signature([parameter])  # type: ignore[attr-defined]
+    dependant = get_dependant(path="/", call=endpoint)
+    return bool(dependant.body_params[0].alias == "probe_alias")
+
+
 @cache
 def header_model_errors_by_header_name() -> bool:
     """Whether FastAPI locates a header model's field errors by the header's name
@@ -339,6 +376,17 @@ def watch_route_changes(router: Any, on_change: Any) -> None:
 
     router._mark_routes_changed = mark_routes_changed
     router._msgspec_watched = True
+
+
+def routes_version(router: Any) -> int:
+    """FastAPI's count of `router`'s route changes, its included routers' counted in: what
+    `FastAPI.openapi()` compares to rebuild the document when the routes changed."""
+    return router._get_routes_version()  # type: ignore[no-any-return]
+
+
+def included_routers(router: Any) -> list[Any]:
+    """The routers `router` includes directly, in inclusion order."""
+    return [inclusion_router(route) for route in router.routes if isinstance(route, IncludedRouter)]
 
 
 def replace_router_app(router: Any, app: Any) -> None:

@@ -14,6 +14,7 @@ from fastapi.utils import is_body_allowed_for_status_code
 from starlette.datastructures import UploadFile
 
 from . import _compat
+from ._body_docs import is_generated_body
 from ._params import PARAM_GROUPS
 from ._shared import STREAM_JSONL, STREAM_NONE
 from ._types import is_msgspec_json_type
@@ -317,32 +318,58 @@ def _parameter_fields(dependant: Any) -> list[Any]:
     return fields
 
 
+# What Pydantic says about a parameter beside its type, kept when msgspec's schema of the
+# type replaces Pydantic's (`Query(description=..., deprecated=True, examples=[...])`),
+# with the keys of its `json_schema_extra`.
+_PARAMETER_ANNOTATIONS = ("title", "description", "default", "examples", "deprecated")
+
+
+def _any_items(schema: dict[str, Any]) -> None:
+    """Say `items: {}` on an array of anything (a bare `list`), as Pydantic does."""
+    for branch in (schema, *schema.get("anyOf", ())):
+        if branch.get("type") == "array" and "items" not in branch:
+            branch["items"] = {}
+
+
+def _documented_field(fields: list[Any], where: tuple[str, str]) -> Any | None:
+    """Which of the fields read as parameter `where` FastAPI documents: the last required
+    one, else the last (several dependencies may read one parameter)."""
+    found = [f for f in fields if (f.field_info.in_.value, f.alias) == where]
+    required = [f for f in found if f.field_info.is_required()]
+    return (required or found or [None])[-1]
+
+
 def _parameter_schemas(
     document: dict[str, Any], route: RouteContext, components: dict[str, Any]
 ) -> None:
     """Replace FastAPI's schemas of msgspec-converted parameters with msgspec's own."""
-    fields = [f for f in _parameter_fields(route.dependant) if hasattr(f, "msgspec_target")]
-    if not fields:
+    fields = _parameter_fields(route.dependant)
+    if not any(hasattr(f, "msgspec_target") for f in fields):
         return
     for method in route.methods or ():
         operation = document.get("paths", {}).get(route.path_format, {}).get(method.lower())
         if not operation:
             continue
         for parameter in operation.get("parameters", []):
-            for field in fields:
-                where = (field.field_info.in_.value, field.alias)
-                if (parameter["in"], parameter["name"]) != where:
-                    continue
-                schema = _schema(field.msgspec_target, components)
-                for key in ("title", "description", "default"):
-                    if key in parameter.get("schema", {}):
-                        schema[key] = parameter["schema"][key]
-                parameter["schema"] = schema
+            field = _documented_field(fields, (parameter["in"], parameter["name"]))
+            if field is None or not hasattr(field, "msgspec_target"):
+                continue
+            schema = _schema(field.msgspec_target, components)
+            _any_items(schema)
+            theirs = parameter.get("schema", {})
+            extra = field.field_info.json_schema_extra
+            keys = (*_PARAMETER_ANNOTATIONS, *(extra if isinstance(extra, dict) else ()))
+            schema.update({key: theirs[key] for key in keys if key in theirs})
+            parameter["schema"] = schema
 
 
 def _same_enum(ours: dict[str, Any], theirs: dict[str, Any]) -> bool:
-    """Whether FastAPI's schema of a component describes the same enum as msgspec's."""
-    return "enum" in ours and ours.get("enum") == theirs.get("enum")
+    """Whether FastAPI's schema of a component describes the same enum as msgspec's (which
+    lists the values sorted, where Pydantic keeps their order)."""
+    values, their_values = ours.get("enum"), theirs.get("enum")
+    if not isinstance(values, list) or not isinstance(their_values, list):
+        return False
+    return sorted(map(repr, values)) == sorted(map(repr, their_values))
 
 
 def _document_names(existing: dict[str, Any], ours: dict[str, Any]) -> dict[str, str]:
@@ -380,6 +407,52 @@ def _document_names(existing: dict[str, Any], ours: dict[str, Any]) -> dict[str,
     return names
 
 
+def _references(node: Any, found: set[str]) -> set[str]:
+    """The component names `node` refers to, added to `found`."""
+    if isinstance(node, dict):
+        name = _ref_name(node)
+        if name is not None:
+            found.add(name)
+        for value in node.values():
+            _references(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            _references(value, found)
+    return found
+
+
+def _body_names(document: dict[str, Any], routes: list[RouteContext], ours: dict[str, Any]) -> None:
+    """Document each route's generated body as FastAPI names its body model,
+    `Body_<route's unique id>` (`Body_create_items__post`), one component per route.
+
+    A name that another component of the document has (or that two routes with unequal
+    bodies would share) is left alone: that body keeps its generated name.
+    """
+    wanted: dict[str, list[tuple[dict[str, Any], str]]] = {}
+    for route in routes:
+        for method in route.methods or ():
+            operation = document.get("paths", {}).get(route.path_format, {}).get(method.lower())
+            content = ((operation or {}).get("requestBody") or {}).get("content", {})
+            for media in content.values():
+                canonical = _ref_name(media.get("schema", {})) or ""
+                if is_generated_body(_OWNERS.get(canonical)):
+                    name = f"Body_{route.unique_id}"
+                    wanted.setdefault(name, []).append((media, canonical))
+    taken = set(document.get("components", {}).get("schemas", {}))
+    taken.update(_SHORT.get(canonical, canonical) for canonical in ours)
+    for name, uses in wanted.items():
+        schemas = [ours[canonical] for _, canonical in uses]
+        if name in taken or any(schema != schemas[0] for schema in schemas):
+            continue
+        ours[name] = {**schemas[0], "title": name}
+        for media, _ in uses:
+            media["schema"]["$ref"] = _REF_TEMPLATE.format(name=name)
+    referenced = _references(document, set())
+    for canonical in [c for c in ours if is_generated_body(_OWNERS.get(c))]:
+        if canonical not in referenced:
+            del ours[canonical]
+
+
 def add_msgspec_schemas(
     document: dict[str, Any], routes: Iterable[RouteContext], components: dict[str, Any]
 ) -> None:
@@ -387,16 +460,23 @@ def add_msgspec_schemas(
     the msgspec-converted parameters of `routes`, then name them for this document and
     point every reference to them at that name."""
     ours = dict(components)
+    routes = list(routes)
     for route in routes:
         _parameter_schemas(document, route, ours)
+    _body_names(document, routes, ours)
+    if not ours:
+        return  # as FastAPI, no `components` for a document without schemas
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     names = _document_names(schemas, ours)
     # Canonical names are module-qualified, so no component of FastAPI's has one.
     rewrite_refs(document, names)
     for canonical, schema in ours.items():
+        name = names[canonical]
+        if name in schemas and _same_enum(schema, schemas[name]):
+            continue  # FastAPI's, its values in their declared order
         copied = deepcopy(schema)
         rewrite_refs(copied, names)
-        schemas[names[canonical]] = copied
+        schemas[name] = copied
 
 
 def mixed_request_body(

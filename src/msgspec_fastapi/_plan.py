@@ -27,6 +27,8 @@ from pydantic_core import PydanticUndefined
 from starlette.requests import Request
 from starlette.responses import Response
 
+from . import _compat
+from ._body_docs import field_docs, generated_body
 from ._models import ModelPlan, form_param, model_param
 from ._params import ParamSpec, constrained_type
 from ._shaping import ResponseShape, response_shape
@@ -233,6 +235,10 @@ def find_body(endpoint_name: str, parameters: list[inspect.Parameter]) -> list[i
         wants_body = explicit_body or mentions_struct(parameter.annotation)
         wants_body = wants_body or is_body_shaped(parameter.annotation)
         if wants_body and is_msgspec_json_type(strip_annotated(parameter.annotation)):
+            if is_raw_bytes(parameter.annotation):
+                continue  # FastAPI hands over the raw body, or a JSON string's UTF-8
+            if body_key(parameter) is None and not mentions_struct(parameter.annotation):
+                continue  # FastAPI reads it, the msgspec body parts beside it ours
             found.append(parameter)
     pydantic_only = []
     for parameter in found:
@@ -240,6 +246,7 @@ def find_body(endpoint_name: str, parameters: list[inspect.Parameter]) -> list[i
         if reason is None:
             continue
         if mentions_struct(parameter.annotation):
+            _body_part(endpoint_name, parameter)  # its own TypeError, where it has one
             raise TypeError(
                 f"{endpoint_name}(): body parameter {parameter.name!r}: {reason} is for "
                 "Pydantic, which cannot validate a msgspec Struct"
@@ -255,16 +262,13 @@ def find_body(endpoint_name: str, parameters: list[inspect.Parameter]) -> list[i
 def _pydantic_only(endpoint_name: str, parameter: inspect.Parameter) -> str | None:
     """What a body parameter declares that only Pydantic does, or None: a validator or a
     constraint msgspec has no equivalent of, `default_factory`, `validate_default`, a
-    `discriminator`, alias choices or paths, a media type other than JSON."""
+    `discriminator`, a media type other than JSON. (Alias choices and paths: `body_key`.)"""
     for info in _param_metadata(parameter):
         if not isinstance(info, FieldInfo):
             continue
         for option in ("default_factory", "validate_default", "discriminator"):
             if getattr(info, option):
                 return option
-        alias = info.validation_alias
-        if alias is not None and not isinstance(alias, str):
-            return f"validation_alias={alias!r}"
         if isinstance(info, params.Body) and not is_json_media_type(info.media_type):
             return f"the media type {info.media_type!r}"
     try:
@@ -272,6 +276,14 @@ def _pydantic_only(endpoint_name: str, parameter: inspect.Parameter) -> str | No
     except TypeError as exc:  # Pydantic metadata (`_params._meta_from`)
         return str(exc).removeprefix(f"{endpoint_name}(): body parameter {parameter.name!r}: ")
     return None
+
+
+def is_raw_bytes(annotation: Any) -> bool:
+    """A `bytes` (or `bytes | None`) body parameter: FastAPI's alone, since it takes a
+    body sent without a JSON content type as it is, and a JSON string as its UTF-8
+    (msgspec would read base64)."""
+    bare = strip_annotated(annotation)
+    return (optional_inner(bare) or bare) in (bytes, bytearray)
 
 
 @dataclass(frozen=True, slots=True)
@@ -303,28 +315,38 @@ def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
     extra = [m for m in annotated_metadata(annotation) if not isinstance(m, params.Body)]
     default: Any = MISSING
     embed = False
-    key = parameter.name
     media_type = "application/json"
-    docs: dict[str, Any] = {}
     openapi_examples = None
     if body_info is not None:
         media_type = body_info.media_type
-        for attribute in ("title", "description", "examples"):
-            value = getattr(body_info, attribute, None)
-            if value is not None:
-                docs[attribute] = value
         openapi_examples = getattr(body_info, "openapi_examples", None)
         extra.extend(body_info.metadata)
         embed = body_info.embed is True
-        key = body_info.alias or parameter.name
         if body_info.default not in (PydanticUndefined, Ellipsis):
             default = body_info.default
     if parameter.default is not EMPTY and not isinstance(parameter.default, params.Body):
         default = parameter.default
     body_type = constrained_type(strip_annotated(annotation), extra, where)
+    docs = field_docs(_compat.body_field_info(annotation, parameter.default), default)
+    key = body_key(parameter)
+    if key is None:  # only FastAPI reads such a part, and it cannot read a Struct
+        raise TypeError(
+            f"{where}: a msgspec type is read from one key, not from AliasChoices or AliasPath"
+        )
     return _BodyPart(
         parameter.name, body_type, default, key, embed, media_type, docs, openapi_examples
     )
+
+
+def body_key(parameter: inspect.Parameter) -> str | None:
+    """The key FastAPI reads a body parameter by when embedded: its validation alias,
+    else its alias, else its name; None for a validation alias that is not one key
+    (AliasChoices, AliasPath), which only FastAPI reads."""
+    info = _compat.body_field_info(parameter.annotation, parameter.default)
+    validation_alias = info.validation_alias
+    if validation_alias is not None and not isinstance(validation_alias, str):
+        return None
+    return validation_alias or info.alias or parameter.name
 
 
 def _copies(value: Any) -> Callable[[], Any]:
@@ -357,7 +379,8 @@ def _embedded_type(endpoint_name: str, parts: list[_BodyPart]) -> Any:
         ]
     )
     name = f"Body_{endpoint_name}_{sha256(identity).hexdigest()[:8]}"
-    return msgspec.defstruct(name, fields, rename={part.name: part.key for part in parts})
+    cls = msgspec.defstruct(name, fields, rename={part.name: part.key for part in parts})
+    return generated_body(cls)
 
 
 def _body_plan(
@@ -384,6 +407,7 @@ def _body_plan(
     # As FastAPI: the parts' media type when they agree, else application/json; examples
     # of the whole body only for a body that is not embedded.
     media_types = {part.media_type for part in parts}
+    keys = tuple(part.key for part in parts) if embedded else ()
     return BodyPlan(
         tuple(part.name for part in parts),
         decoder,
@@ -391,9 +415,9 @@ def _body_plan(
         default,
         embedded,
         required,
-        BodyErrors(decode_type),
+        BodyErrors(decode_type, parts=keys),
         msgpack_decoder,
-        BodyErrors(decode_type, msgpack=True) if msgpack else None,
+        BodyErrors(decode_type, msgpack=True, parts=keys) if msgpack else None,
         media_type=media_types.pop() if len(media_types) == 1 else "application/json",
         docs={} if embedded else parts[0].docs,
         part_docs={part.key: part.docs for part in parts if embedded and part.docs},

@@ -249,13 +249,32 @@ class _Walk:
             for key, item in value.items():
                 if self.full():
                     return
-                if self.checker.problem(key_type, key) is not None:
-                    continue  # msgspec names no key; the container error stands for it
+                problem = self.checker.key_problem(key_type, key)
+                if problem is not None:
+                    # As Pydantic: the key at `[key]` under its own name, then its value.
+                    where = (*loc, key, "[key]")
+                    self.add(where, f"{problem} - at `key` in `{path_text(loc)}`", key)
                 self.check(value_type, item, (*loc, key))
         elif origin in (Union, UnionType):
             members = [arg for arg in args if arg is not NoneType]
             if value is not None and len(members) == 1:
                 self.check(members[0], value, loc)
+
+    def parts(self, cls: type[msgspec.Struct], value: Any) -> None:
+        """An embedded body's parts, in the order of the parameters, as FastAPI reads
+        each from the body with `.get`: a missing required part has no input, and a body
+        that is no object (a list, a number) misses every part, even those with defaults."""
+        fields = {field.encode_name: field for field in self.checker.fields_of(cls)}
+        for key in self.checker.parts:
+            if self.full():
+                return
+            field = fields[key]
+            if not isinstance(value, dict):
+                self.add((key,), "", None, missing=True)
+            elif key in value:
+                self.check(field.type, value[key], (key,))
+            elif field.required:
+                self.add((key,), "", None, missing=True)
 
     def fields(self, cls: type[msgspec.Struct], value: dict[str, Any], loc: Loc) -> None:
         names = set()
@@ -290,15 +309,21 @@ class BodyErrors:
     """Turns a body's failed decoding into FastAPI's 422; built once per body type and
     format (JSON, or MessagePack with `msgpack=True`)."""
 
-    __slots__ = ("decode_type", "decoders", "fields", "msgpack")
+    __slots__ = ("decode_type", "decoders", "fields", "key_types", "msgpack", "parts")
 
-    def __init__(self, decode_type: Any, msgpack: bool = False) -> None:
+    def __init__(
+        self, decode_type: Any, msgpack: bool = False, parts: tuple[str, ...] = ()
+    ) -> None:
         self.decode_type = decode_type
         self.msgpack = msgpack
+        # An embedded body's keys, in the order of its parameters; () for another body.
+        self.parts = parts
         # By the annotation's id (typing objects hash slowly), holding the annotation so
         # that the id stays its own. Filled on the error path, once per type.
         self.decoders: dict[int, tuple[Any, Any]] = {}
         self.fields: dict[type, tuple[msgspec.structs.FieldInfo, ...]] = {}
+        # By the key type's id: a dict of such keys, to check one key as a key.
+        self.key_types: dict[int, tuple[Any, Any]] = {}
 
     def fields_of(self, cls: type[msgspec.Struct]) -> tuple[msgspec.structs.FieldInfo, ...]:
         found = self.fields.get(cls)
@@ -322,6 +347,16 @@ class BodyErrors:
             return str(exc)
         return None
 
+    def key_problem(self, key_type: Any, key: Any) -> str | None:
+        """msgspec's message (without its path) for `key` read as a dict key of
+        `key_type`, or None when it is valid. A JSON key is a string, which msgspec reads
+        as a number or another type only where it is a dict's key."""
+        entry = self.key_types.get(id(key_type))
+        if entry is None:
+            entry = self.key_types[id(key_type)] = (key_type, dict[key_type, Any])
+        problem = self.problem(entry[1], {key: None})
+        return None if problem is None else split_message(problem)[0]
+
     def __call__(self, exc: msgspec.ValidationError, raw: bytes) -> RequestValidationError:
         """The 422 for `raw`, which failed with `exc`; raises the 400 if it is malformed."""
         data = decode_untyped(raw, self.msgpack) if raw else {}
@@ -336,7 +371,9 @@ class BodyErrors:
         start = first[0] if first and isinstance(first[0], int) else 0
         bare, constrained = _strip(self.decode_type)
         try:
-            if not constrained:
+            if self.parts:
+                walk.parts(bare, data)
+            elif not constrained:
                 walk.descend(bare, data, (), start)
         except RecursionError:
             walk.errors.clear()  # a recursive type nested deeper than the walk can go

@@ -4,14 +4,15 @@ Adding a route analyses the endpoint once (`_plan.analyze_endpoint`) and registe
 thin wrapper with FastAPI, so that dependencies, security, overrides and background
 tasks stay FastAPI's. Building a route's handler (once per place the route is included)
 turns that analysis into a `RoutePlan` and a request-path runtime, and decides the tier:
-routes with nothing for FastAPI to solve get the runtime as their whole ASGI app.
+routes with nothing for FastAPI to solve get the runtime as their whole ASGI app. All of
+this is registration: what the delegated tier runs per request (the wrapper, the
+handlers) is in `_delegated`.
 """
 
 from __future__ import annotations
 
-import inspect
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import replace
 from functools import cache, wraps
@@ -23,16 +24,25 @@ from fastapi import APIRouter
 from fastapi.datastructures import Default, DefaultPlaceholder
 from fastapi.routing import APIRoute
 from fastapi.sse import EventSourceResponse
-from msgspec.json import decode as json_decode
-from starlette.requests import Request
 from starlette.responses import Response
 
 from . import _compat, _impl
-from ._depends import UNDECODED_KEY, DependencyTree, refuse_inclusion_dependencies
+from ._delegated import (
+    ARGUMENTS_ATTR,
+    SPEC_ATTR,
+    Handler,
+    InBuiltins,
+    WithBody,
+    WithForm,
+    WithoutBody,
+    make_wrapper,
+)
+from ._depends import DependencyTree, refuse_inclusion_dependencies
 from ._depplan import build_plan
 from ._openapi import merge_components, mixed_request_body, route_openapi
 from ._params import direct_param_specs, prepare_dependant
 from ._plan import (
+    BodyPlan,
     DirectPlan,
     EndpointSpec,
     OutputPlan,
@@ -41,27 +51,9 @@ from ._plan import (
     embedded_body_plan,
     literal_path,
 )
-from ._shared import (
-    DIRECT_ATTR,
-    MATCHER_ATTR,
-    REACHED_KEY,
-    SCOPE_KEY,
-    STREAM_NONE,
-    TELEMETRY_SCOPE_KEY,
-    ClientDisconnect,
-    NoResponse,
-    RequestValidationError,
-    body_too_large,
-)
-from ._telemetry import reported, traced_handler
-from ._validation import request_invalid
+from ._shared import DIRECT_ATTR, MATCHER_ATTR, STREAM_NONE
+from ._telemetry import traced_handler
 from .responses import MsgspecJSONResponse
-
-Handler = Callable[[Request], Coroutine[Any, Any, Response]]
-
-_SPEC_ATTR = "__msgspec_spec__"
-# The wrapper's `arguments`, which the handling of an observed request shares.
-_ARGUMENTS_ATTR = "__msgspec_arguments__"
 
 # Who renders a route's responses where it is included (`MsgspecRoute._output_for`).
 _RESPOND_FASTAPI = 0  # FastAPI, from what the endpoint returned
@@ -117,83 +109,6 @@ def _accepting_route_options(method: Callable[..., Any]) -> Callable[..., Any]:
 
 def _resolve(value: Any) -> Any:
     return value.value if isinstance(value, DefaultPlaceholder) else value
-
-
-def _make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[..., Any]:
-    """The endpoint FastAPI sees on the delegated tier."""
-    endpoint = spec.endpoint
-    is_coroutine = spec.is_coroutine
-    # The endpoint's own part of the body and the models; its dependencies take the rest.
-    body_names = spec.endpoint_body
-    embedded = spec.body is not None and spec.body.embedded
-    model_names = spec.endpoint_models
-    request_name, response_name = spec.request_name, spec.response_name
-    pop_request, pop_response = spec.injected_request, spec.injected_response
-    # A generator endpoint's call only makes the generator: no threadpool, no await.
-    streams = spec.output is not None and spec.output.stream != STREAM_NONE
-
-    def arguments(values: dict[str, Any]) -> tuple[Any, Request, Response]:
-        """Fill in what the request path read, or raise its 422; how the response is made
-        where the route is included (`MsgspecRoute._output_for`; None: FastAPI makes it
-        from the result), the request and the sub-response FastAPI made."""
-        request = values.pop(request_name) if pop_request else values[request_name]
-        sub_response = values.pop(response_name) if pop_response else values[response_name]
-        respond, body, raw, models, model_errors = request.scope[SCOPE_KEY]
-        request.scope[REACHED_KEY] = True
-        if UNDECODED_KEY in request.scope:
-            # A dependency was handed what the request path could not decode.
-            raise reported(request_invalid(model_errors, body, raw), spec, values, body, models)
-        if model_names:
-            if model_errors:
-                raise reported(request_invalid(model_errors, body, raw), spec, values, body, models)
-            for name in model_names:
-                values[name] = models[name]
-        if body_names:
-            if type(body) is RequestValidationError:
-                raise reported(body, spec, values, body, models)
-            if embedded:
-                for name in body_names:
-                    values[name] = body[name]
-            else:
-                values[body_names[0]] = body
-        return respond, request, sub_response
-
-    def responded(result: Any, respond: Any, request: Request, sub_response: Response) -> Any:
-        if respond is None or isinstance(result, Response):
-            return result
-        return respond(
-            result, sub_response.status_code, sub_response.raw_headers, request.scope["headers"]
-        )
-
-    wrapper: Callable[..., Any]
-    if is_coroutine or streams:
-
-        @wraps(endpoint)
-        async def wrapper(**values: Any) -> Any:
-            respond, request, sub_response = arguments(values)
-            if streams:
-                result = endpoint(**values)
-            else:
-                result = await endpoint(**values)
-            return responded(result, respond, request, sub_response)
-
-    else:
-        # Sync as the endpoint is, so that FastAPI runs it in its threadpool: an
-        # integration that wraps the call FastAPI makes with a sync function (older
-        # Sentry SDKs) then gets a result, not a coroutine.
-        @wraps(endpoint)
-        def wrapper(**values: Any) -> Any:
-            respond, request, sub_response = arguments(values)
-            return responded(endpoint(**values), respond, request, sub_response)
-
-    wrapper.__signature__ = exposed  # type: ignore[attr-defined]
-    if streams:
-        # FastAPI follows __wrapped__ to decide whether an endpoint streams: this one
-        # returns the stream itself.
-        delattr(wrapper, "__wrapped__")
-    setattr(wrapper, _SPEC_ATTR, spec)
-    setattr(wrapper, _ARGUMENTS_ATTR, arguments)
-    return wrapper
 
 
 def _direct_plan(spec: EndpointSpec, output: OutputPlan | None, target: Any) -> DirectPlan | None:
@@ -274,7 +189,7 @@ class MsgspecRoute(APIRoute):
 
     @endpoint.setter
     def endpoint(self, value: Callable[..., Any]) -> None:
-        spec: EndpointSpec | None = getattr(value, _SPEC_ATTR, None)
+        spec: EndpointSpec | None = getattr(value, SPEC_ATTR, None)
         self.msgspec_spec = spec
         self.msgspec_wrapper = value
         self.msgspec_endpoint = value if spec is None else spec.endpoint
@@ -284,38 +199,12 @@ class MsgspecRoute(APIRoute):
         target: Any = context if context is not None and context.original_route is self else self
         spec = self.msgspec_spec
         if target is context:
-            # FastAPI built the context's dependant on the wrapper; what it shows of
-            # the route (RouteContext, scope["endpoint"]) is the user's endpoint.
-            context.endpoint = self.endpoint
-            path_regex, convertors, endpoint, methods = _compat.included_match_data(context)
-            literal = literal_path(path_regex, context.path_format)
-            matcher = self.twin.RouteMatcher(
-                self, path_regex, literal, convertors, endpoint, methods
-            )
-            setattr(context, MATCHER_ATTR, matcher)
+            self._bind_inclusion(context)
         prepare_dependant(target.dependant)
         body = spec.body if spec is not None else None
         single = None
         if spec is not None and target.body_field is not None:
-            if spec.form is not None:
-                raise TypeError(
-                    f"{spec.endpoint.__name__}(): other FastAPI body fields cannot be "
-                    "combined with a msgspec form model"
-                )
-            if body is not None:
-                # Body fields of FastAPI's beside ours: FastAPI reads every body field
-                # by its key, as it does when they are not the only ones, and the
-                # request path decodes ours from the same object.
-                _compat.embed_body_fields(target)
-                key = None
-                if not body.embedded:
-                    single = body.names[0]
-                    body = embedded_body_plan(spec)
-                    key = msgspec.structs.fields(body.decode_type)[0].encode_name
-                model, required = _compat.body_model(target)
-                target.openapi_extra = mixed_request_body(
-                    self.msgspec_openapi_extra, model, required, key
-                )
+            body, single = self._body_beside_fastapi(spec, target)
         handler = super().get_route_handler()
         if spec is None:
             return handler
@@ -341,8 +230,8 @@ class MsgspecRoute(APIRoute):
             form=spec.form,
         )
         runtime = self.twin.RouteRuntime(plan)
-        handler = self._handler(
-            spec, plan, runtime, target, handler, body, single, respond_as, wrapped, own_handler
+        handler = self._delegated_handler(
+            spec, plan, runtime, target, handler, single, respond_as, wrapped, own_handler
         )
         app: Any = None
         if plan.direct is not None:
@@ -358,6 +247,41 @@ class MsgspecRoute(APIRoute):
             runtime.traced_app = _compat.route_app(handler)
         setattr(target, DIRECT_ATTR, direct)
         return handler
+
+    def _bind_inclusion(self, context: Any) -> None:
+        """Give the inclusion context being built its matcher on the request path."""
+        # FastAPI built the context's dependant on the wrapper; what it shows of the
+        # route (RouteContext, scope["endpoint"]) is the user's endpoint.
+        context.endpoint = self.endpoint
+        path_regex, convertors, endpoint, methods = _compat.included_match_data(context)
+        literal = literal_path(path_regex, context.path_format)
+        matcher = self.twin.RouteMatcher(self, path_regex, literal, convertors, endpoint, methods)
+        setattr(context, MATCHER_ATTR, matcher)
+
+    def _body_beside_fastapi(
+        self, spec: EndpointSpec, target: Any
+    ) -> tuple[BodyPlan | None, str | None]:
+        """The body plan where FastAPI has body fields of its own beside the route's, and
+        the one body parameter read embedded (None where the body is embedded already)."""
+        if spec.form is not None:
+            raise TypeError(
+                f"{spec.endpoint.__name__}(): other FastAPI body fields cannot be "
+                "combined with a msgspec form model"
+            )
+        body = spec.body
+        if body is None:
+            return None, None
+        # FastAPI reads every body field by its key, as it does when they are not the
+        # only ones, and the request path decodes ours from the same object.
+        _compat.embed_body_fields(target)
+        single = key = None
+        if not body.embedded:
+            single = body.names[0]
+            body = embedded_body_plan(spec)
+            key = msgspec.structs.fields(body.decode_type)[0].encode_name
+        model, required = _compat.body_model(target)
+        target.openapi_extra = mixed_request_body(self.msgspec_openapi_extra, model, required, key)
+        return body, single
 
     def _dependency_route(
         self,
@@ -384,110 +308,37 @@ class MsgspecRoute(APIRoute):
             runtime, plan, dependency_plan, build, provider, _compat.route_app(handler)
         )
 
-    def _handler(
+    def _delegated_handler(
         self,
         spec: EndpointSpec,
         plan: RoutePlan,
         runtime: Any,
         target: Any,
-        handler: Handler,
-        body: Any,
+        fastapi_handler: Handler,
         single: str | None,
         respond_as: int,
         wrapped: bool,
         own_handler: bool,
     ) -> Handler:
-        """The delegated tier's handler: FastAPI's, behind the request path's body."""
-        has_models = bool(spec.models)
+        """The delegated tier's handler (`_delegated`): FastAPI's, behind the request
+        path's body."""
         respond: Callable[..., Any] | None = None
         if respond_as == _RESPOND_MSGSPEC:
             respond = runtime.respond
         elif respond_as == _RESPOND_BUILTINS:
-
-            def respond(result: Any, *_: Any) -> Any:
-                # Checked and encoded as ours are, then handed to FastAPI as builtins for
-                # the response class to render, as FastAPI hands it a model's dump.
-                return json_decode(runtime.encode(result))
-
-        def gather_models(scope: Any) -> tuple[dict[str, Any], list[Any]]:
-            values: dict[str, Any] = {}
-            errors: list[Any] = []
-            if has_models:
-                runtime.extract_models(scope, values, errors)
-            return values, errors
-
+            respond = InBuiltins(runtime)
         # What FastAPI's telemetry, when it observes a request, sees of the route: see
         # `_telemetry`. Not for a route whose body or response FastAPI handles itself, nor
         # one whose endpoint an integration wrapped (FastAPI's handler calls the wrapper).
         traced = None
         if respond_as == _RESPOND_MSGSPEC and target.body_field is None and not wrapped:
-            traced = traced_handler(spec, target, getattr(self.msgspec_wrapper, _ARGUMENTS_ATTR))
-
-        async def delegate(
-            request: Request, body: Any, raw: bytes | None, models: Any, model_errors: list[Any]
-        ) -> Response:
-            """FastAPI's handler, with what the request path read left for the wrapper."""
-            request.scope[SCOPE_KEY] = (respond, body, raw, models, model_errors)
-            if traced is not None and request.scope.get(TELEMETRY_SCOPE_KEY) is not None:
-                return await traced(request, body, raw, models, model_errors)
-            try:
-                return await handler(request)
-            except RequestValidationError as exc:
-                if request.scope.get(REACHED_KEY) or (raw is None and not model_errors):
-                    raise
-                # FastAPI's parameter errors, raised before the endpoint ran: the models'
-                # and the body's errors follow them, with the received body, as in FastAPI.
-                raise request_invalid([*exc.errors(), *model_errors], body, raw) from None
-
+            traced = traced_handler(spec, target, getattr(self.msgspec_wrapper, ARGUMENTS_ATTR))
+        shared = (fastapi_handler, runtime, respond, traced, bool(spec.models), plan.max_body_size)
         if spec.form is not None:
-            form_limits = _compat.route_form_limits(self)
-
-            async def handle_form(request: Request) -> Response:
-                try:
-                    if plan.max_body_size >= 0:
-                        raw = await runtime.read_raw(request.scope, request.receive)
-                        _compat.cache_request_body(request, raw)  # what the form parser reads
-                    form = await _compat.read_form(request, form_limits)
-                except ClientDisconnect:
-                    return NoResponse()
-                models, model_errors = gather_models(request.scope)
-                runtime.extract_form(form, models, model_errors)
-                return await delegate(request, None, None, models, model_errors)
-
-            return handle_form
-
-        if body is None:
-
-            async def handle(request: Request) -> Response:
-                if plan.max_body_size >= 0:
-                    runtime.check_declared_length(request.scope["headers"])
-                models, model_errors = gather_models(request.scope)
-                return await delegate(request, None, None, models, model_errors)
-
-            return handle
-
-        reads_raw = plan.max_body_size >= 0 and not own_handler
-        checks_size = plan.max_body_size >= 0 and own_handler
-
-        async def handle_with_body(request: Request) -> Response:
-            try:
-                if reads_raw:
-                    raw = await runtime.read_raw(request.scope, request.receive)
-                    _compat.cache_request_body(request, raw)  # for dependencies
-                else:
-                    raw = await request.body()
-                    if checks_size and len(raw) > plan.max_body_size:
-                        raise body_too_large()
-            except ClientDisconnect:
-                return NoResponse()
-            # 415 and 400 are sent here, before any dependency runs.
-            body = runtime.parse_body(request.scope, raw)
-            if single is not None and type(body) is not RequestValidationError:
-                body = body[single]  # one parameter, read embedded beside FastAPI's
-            models, model_errors = gather_models(request.scope)
-            return await delegate(request, body, raw, models, model_errors)
-
-        return handle_with_body
+            return WithForm(*shared, form_limits=_compat.route_form_limits(self)).handle
+        if plan.body is None:
+            return WithoutBody(*shared).handle
+        return WithBody(*shared, single=single, through_request=own_handler).handle
 
     @staticmethod
     def _output_for(
@@ -652,7 +503,7 @@ class MsgspecRouter(APIRouter):
         kwargs: dict[str, Any],
     ) -> None:
         dependencies = [*self.dependencies, *(kwargs.get("dependencies") or ())]
-        if getattr(endpoint, _SPEC_ATTR, None) is not None:
+        if getattr(endpoint, SPEC_ATTR, None) is not None:
             # Already analysed: a route copied from another MsgspecRouter, whose own
             # dependencies already stand in for what takes msgspec types.
             refuse_inclusion_dependencies(dependencies)
@@ -709,7 +560,7 @@ class MsgspecRouter(APIRouter):
             if spec is None:
                 super().add_api_route(path, endpoint, **kwargs)
             else:
-                super().add_api_route(path, _make_wrapper(spec, exposed), **kwargs)
+                super().add_api_route(path, make_wrapper(spec, exposed), **kwargs)
         except Exception:
             del self.routes[count:]
             raise
