@@ -3,6 +3,7 @@
 Tests taking the `router` fixture run on both the direct and the delegated tier.
 """
 
+import dataclasses
 import datetime
 import decimal
 import math
@@ -259,6 +260,129 @@ def test_scalar_response_type_is_validated(router: MsgspecRouter) -> None:
         client_for(router).get("/count")
 
 
+# -- lax validation, as FastAPI validates responses ---------------------------------------------
+
+
+def test_string_of_digits_for_an_int_response_is_converted(router: MsgspecRouter) -> None:
+    @router.get("/count", response_model=int)
+    async def count() -> Any:
+        return "1"
+
+    response = client_for(router).get("/count")
+
+    assert (response.status_code, response.json()) == (200, 1)
+
+
+def test_numeric_string_for_a_float_field_is_converted(router: MsgspecRouter) -> None:
+    @router.get("/reading")
+    async def reading() -> Reading:
+        return {"value": "1.0"}  # type: ignore[return-value]
+
+    assert client_for(router).get("/reading").json() == {"value": 1.0}
+
+
+def test_attribute_object_with_a_numeric_string_field_is_converted(
+    router: MsgspecRouter,
+) -> None:
+    @router.get("/city")
+    async def city() -> City:
+        return CityRow("Oslo", "709037")  # type: ignore[arg-type, return-value]
+
+    assert client_for(router).get("/city").json() == {"name": "Oslo", "population": 709037}
+
+
+def test_nan_string_for_a_float_response_is_sent_as_null(router: MsgspecRouter) -> None:
+    @router.get("/value", response_model=float)
+    async def value() -> Any:
+        return "nan"
+
+    assert client_for(router).get("/value").text == "null"
+
+
+def test_numeric_string_breaking_a_constraint_is_still_invalid(router: MsgspecRouter) -> None:
+    @router.get("/city")
+    async def city() -> City:
+        return {"name": "Oslo", "population": "-1"}  # type: ignore[return-value]
+
+    with pytest.raises(ResponseValidationError):
+        client_for(router).get("/city")
+
+
+# -- dataclasses: every field sent, as the declared type gives them -----------------------------
+
+
+@dataclasses.dataclass
+class Item:
+    name: str
+    price: float | None = None
+    tags: list[str] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(frozen=True)
+class FrozenItem:
+    name: str
+    price: float | None = None
+
+
+class Order(msgspec.Struct):
+    items: list[Item]
+
+
+def test_dataclass_field_left_to_its_default_is_sent(router: MsgspecRouter) -> None:
+    @router.get("/item", response_model=Item)
+    async def item() -> Any:
+        return {"name": "pen"}
+
+    assert client_for(router).get("/item").json() == {"name": "pen", "price": None, "tags": []}
+
+
+def test_frozen_dataclass_field_left_to_its_default_is_sent(router: MsgspecRouter) -> None:
+    @router.get("/item", response_model=FrozenItem)
+    async def item() -> Any:
+        return {"name": "pen"}
+
+    assert client_for(router).get("/item").json() == {"name": "pen", "price": None}
+
+
+def test_dataclasses_nested_in_a_list_and_a_struct_get_their_defaults(
+    router: MsgspecRouter,
+) -> None:
+    @router.get("/orders", response_model=list[Order])
+    async def orders() -> Any:
+        return [{"items": [{"name": "pen"}, {"name": "ink", "price": 2.5}]}]
+
+    assert client_for(router).get("/orders").json() == [
+        {
+            "items": [
+                {"name": "pen", "price": None, "tags": []},
+                {"name": "ink", "price": 2.5, "tags": []},
+            ]
+        }
+    ]
+
+
+def test_attribute_object_validated_as_a_dataclass_gets_its_defaults(
+    router: MsgspecRouter,
+) -> None:
+    class Row:  # not JSON: validated from its attributes
+        def __init__(self) -> None:
+            self.name = "pen"
+
+    @router.get("/item", response_model=Item)
+    async def item() -> Any:
+        return Row()
+
+    assert client_for(router).get("/item").json() == {"name": "pen", "price": None, "tags": []}
+
+
+def test_dataclass_instance_returned_as_it_is_keeps_its_values(router: MsgspecRouter) -> None:
+    @router.get("/item", response_model=Item)
+    async def item() -> Any:
+        return Item(name="pen", price=1.5, tags=["blue"])
+
+    assert client_for(router).get("/item").json() == {"name": "pen", "price": 1.5, "tags": ["blue"]}
+
+
 # -- non-finite numbers -------------------------------------------------------------------------
 
 
@@ -410,6 +534,14 @@ def test_untyped_route_returning_an_unencodable_value_raises_type_error(
 
     with pytest.raises(TypeError, match="Encoding objects of type object is unsupported"):
         client_for(router).get("/object")
+
+
+def test_untyped_response_names_none_and_bool_keys_as_json_does(router: MsgspecRouter) -> None:
+    @router.get("/keys")
+    async def keys():
+        return {None: "none", True: "yes", False: "no"}
+
+    assert client_for(router).get("/keys").json() == {"null": "none", "true": "yes", "false": "no"}
 
 
 # -- returned Response objects, injected Response, status codes ---------------------------------

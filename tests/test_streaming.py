@@ -21,6 +21,7 @@ lowest supported FastAPI, 0.142.2, runs these tests too.
 """
 
 import asyncio
+import math
 import threading
 from collections.abc import (
     AsyncGenerator,
@@ -35,7 +36,6 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 import fastapi.routing
-import fastapi.sse
 import msgspec
 import pydantic
 import pytest
@@ -919,8 +919,8 @@ def test_sse_status_and_dependency_headers_are_sent_as_fastapi_does(twin: Twin, 
 def test_sse_keep_alive_ping_is_sent_while_the_generator_is_idle(
     twin: Twin, tier: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # FastAPI reads the interval from fastapi.routing (imported there from fastapi.sse).
-    monkeypatch.setattr(fastapi.sse, "_PING_INTERVAL", 0.05)
+    # FastAPI reads the interval from fastapi.routing (imported there from fastapi.sse):
+    # a value set there is the one both follow.
     monkeypatch.setattr(fastapi.routing, "_PING_INTERVAL", 0.05)
 
     def build(router: APIRouter, m: Models) -> None:
@@ -1146,7 +1146,7 @@ def test_sse_stream_goes_on_when_an_event_is_still_being_sent_at_the_keep_alive_
     twin: Twin, tier: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A slow client: the first event's send outlasts the keep-alive interval."""
-    monkeypatch.setattr(fastapi.sse, "_PING_INTERVAL", 0.05)
+    monkeypatch.setattr(fastapi.routing, "_PING_INTERVAL", 0.05)
     ours, _ = routers(twin, tier)
 
     @ours.get("/s", response_class=EventSourceResponse)
@@ -1209,3 +1209,81 @@ def test_generator_of_pydantic_items_on_a_msgspec_router_is_fastapis_json_lines(
     assert streamed.error is None
     assert (b"content-type", b"application/jsonl") in streamed.reply.headers
     assert streamed.lines == [OSLO]
+
+
+@pytest.mark.parametrize("sse", [False, True], ids=["jsonl", "sse"])
+def test_untyped_item_with_none_and_bool_keys_names_them_as_json_does(
+    twin: Twin, tier: str, sse: bool
+) -> None:
+    ours, _ = routers(twin, tier)
+
+    @ours.get("/s", **({"response_class": EventSourceResponse} if sse else {}))
+    async def anything():
+        yield {"keys": {None: "none", True: "yes", False: "no"}}
+
+    streamed = stream(app_of(ours))
+
+    assert streamed.error is None
+    expected = b'{"keys":{"null":"none","true":"yes","false":"no"}}'
+    assert streamed.reply.body == (b"data: " + expected + b"\n\n" if sse else expected + b"\n")
+
+
+@pytest.mark.parametrize("sse", [False, True], ids=["jsonl", "sse"])
+def test_untyped_item_with_non_finite_float_keys_names_them_as_json_dumps_does(
+    twin: Twin, tier: str, sse: bool
+) -> None:
+    ours, _ = routers(twin, tier)
+
+    @ours.get("/s", **({"response_class": EventSourceResponse} if sse else {}))
+    async def anything():
+        yield {"inf": [{math.inf: 1, -math.inf: 2, math.nan: 3, 1.5: 4}], "text": "inf"}
+
+    streamed = stream(app_of(ours))
+
+    assert streamed.error is None
+    expected = b'{"inf":[{"Infinity":1,"-Infinity":2,"NaN":3,"1.5":4}],"text":"inf"}'
+    assert streamed.reply.body == (b"data: " + expected + b"\n\n" if sse else expected + b"\n")
+
+
+def test_sse_event_data_with_a_none_key_names_it_null(twin: Twin, tier: str) -> None:
+    ours, _ = routers(twin, tier)
+
+    @ours.get("/s", response_class=EventSourceResponse)
+    async def events():
+        yield ServerSentEvent(data={None: 1, math.inf: 2})
+
+    streamed = stream(app_of(ours))
+
+    assert streamed.error is None
+    assert streamed.reply.body == b'data: {"null":1,"Infinity":2}\n\n'
+
+
+class NanAsString(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(ser_json_inf_nan="strings")
+    value: float
+
+
+def test_sse_event_data_pydantic_model_is_dumped_with_its_own_serialization_config(
+    twin: Twin, tier: str
+) -> None:
+    def build(router: APIRouter, m: Models) -> None:
+        @router.get("/s", response_class=EventSourceResponse)
+        async def events():
+            yield ServerSentEvent(data=NanAsString(value=math.nan))
+
+    ours, theirs = both(twin, tier, build)
+
+    assert_same_stream(ours, theirs)
+    assert ours.reply.body == b'data: {"value":"NaN"}\n\n'
+
+
+def test_typed_stream_item_is_validated_in_lax_mode_as_fastapi_does(twin: Twin, tier: str) -> None:
+    def build(router: APIRouter, m: Models) -> None:
+        @router.get("/s")
+        async def cities() -> AsyncIterator[m.City]:
+            yield {"name": "Oslo", "population": "700000"}
+
+    ours, theirs = both(twin, tier, build)
+
+    assert_same_stream(ours, theirs)
+    assert ours.lines == [OSLO]

@@ -447,10 +447,11 @@ def context_path(context: Any) -> tuple[str, Any, dict[str, Any]]:
 
 
 # Server-sent events (FastAPI 0.135+): the idle time after which FastAPI sends a keep-alive
-# comment, read per stream so that a patched value applies, and the event schema its
-# OpenAPI documents event streams with.
+# comment, read per stream so that a patched value applies (from `fastapi.routing`, whose
+# copy of `fastapi.sse._PING_INTERVAL` FastAPI's streaming reads), and the event schema
+# its OpenAPI documents event streams with.
 def sse_ping_interval() -> float:
-    return float(_sse._PING_INTERVAL)
+    return float(_routing._PING_INTERVAL)  # type: ignore[attr-defined]
 
 
 SSE_EVENT_SCHEMA: dict[str, Any] = _sse._SSE_EVENT_SCHEMA

@@ -27,7 +27,6 @@ from msgspec_fastapi._errors import handle_route_exception
 from msgspec_fastapi._routing import build_included_index
 from msgspec_fastapi._shared import (
     ClientDisconnect,
-    EVENT_DATA_ENCODER,
     KEEPALIVE_COMMENT,
     PreparedResponse,
     RequestValidationError,
@@ -35,6 +34,9 @@ from msgspec_fastapi._shared import (
     apply_form_limits,
     body_missing,
     body_too_large,
+    encode_untyped_item,
+    event_data,
+    fill_dataclass_defaults,
     format_sse_event,
     get_route_path,
     malformed_json,
@@ -223,7 +225,10 @@ cdef revalidate_builtins(object result, object output_type, object error, object
     if isinstance(error, ValidationError):
         try:
             return msgspec.convert(
-                msgspec.to_builtins(result, str_keys=True), output_type, str_keys=True
+                msgspec.to_builtins(result, str_keys=True),
+                output_type,
+                str_keys=True,
+                strict=False,
             )
         except ValidationError as exc:
             error = exc
@@ -233,7 +238,7 @@ cdef revalidate_builtins(object result, object output_type, object error, object
         # An object JSON cannot encode (an ORM row, say) may hold the fields as
         # attributes, which FastAPI reads with from_attributes: so does the convert.
         try:
-            value = msgspec.convert(result, output_type, from_attributes=True)
+            value = msgspec.convert(result, output_type, from_attributes=True, strict=False)
             if check is not None:
                 check.encode(value)
             return value
@@ -549,6 +554,7 @@ cdef class RouteRuntime:
     cdef object trusted_class
     cdef int container
     cdef bint admits_any
+    cdef bint fills_defaults
     cdef object shape
     cdef readonly int stream
     cdef tuple content_type
@@ -584,6 +590,7 @@ cdef class RouteRuntime:
         self.trusted_class = output.trusted_class if output is not None else None
         self.container = output.container if output is not None else 0
         self.admits_any = output.admits_any if output is not None else False
+        self.fills_defaults = output.fills_defaults if output is not None else False
         self.shape = output.shape if output is not None else None
         self.stream = output.stream if output is not None else STREAM_NONE
         self.content_type = output.content_type if output is not None else JSON_CONTENT_TYPE
@@ -697,14 +704,20 @@ cdef class RouteRuntime:
 
     cdef validate(self, object result):
         try:
-            return self.output_decoder.decode(self.encoder.encode(result))
+            value = self.output_decoder.decode(self.encoder.encode(result))
         except (TypeError, ValueError, OverflowError) as exc:
             check = self.encoder if self.admits_any else None
-            return revalidate_builtins(result, self.output_type, exc, check)
+            value = revalidate_builtins(result, self.output_type, exc, check)
+        if self.fills_defaults:
+            fill_dataclass_defaults(value)
+        return value
 
     cpdef bytes encode_line(self, object item, bytearray buffer):
         """One JSON Lines item, checked as `encode` checks a response, and its newline."""
-        self.encoder.encode_into(self.checked(item), buffer)
+        if self.output_mode == OUTPUT_UNTYPED:
+            encode_untyped_item(self.encoder, item, buffer, 0)
+        else:
+            self.encoder.encode_into(self.checked(item), buffer)
         buffer.extend(b"\n")
         return bytes(buffer)
 
@@ -713,12 +726,15 @@ cdef class RouteRuntime:
         if isinstance(item, ServerSentEvent):
             data = item.raw_data
             if data is None and item.data is not None:
-                data = EVENT_DATA_ENCODER.encode(item.data).decode()
+                data = event_data(item.data)
             return format_sse_event(
                 data_str=data, event=item.event, id=item.id, retry=item.retry, comment=item.comment
             )
         buffer[:] = SSE_DATA_PREFIX
-        self.encoder.encode_into(self.checked(item), buffer, len(SSE_DATA_PREFIX))
+        if self.output_mode == OUTPUT_UNTYPED:
+            encode_untyped_item(self.encoder, item, buffer, len(SSE_DATA_PREFIX))
+        else:
+            self.encoder.encode_into(self.checked(item), buffer, len(SSE_DATA_PREFIX))
         buffer.extend(b"\n\n")
         return bytes(buffer)
 

@@ -16,8 +16,9 @@ Both twins implement one contract over a route's plan (`_plan.RoutePlan`):
 - `runtime.encode(result, msgpack)` turns an endpoint's return value into JSON (or
   MessagePack) bytes: instances
   of exactly the declared Struct class (and containers of them) are trusted and encoded
-  once, other values are validated against the declared type first (a failure raises
-  `ResponseValidationError`), and untyped routes are encoded as they are. A route with
+  once, other values are validated against the declared type first, in lax mode as
+  FastAPI validates responses (a failure raises `ResponseValidationError`), and untyped
+  routes are encoded as they are. A route with
   `response_model_*` options encodes the checked value as its `_shaping.ResponseShape`
   shapes it.
 - `RouteMatcher(route, path_regex, literal_path, convertors, endpoint, methods).match(scope)`
@@ -79,7 +80,6 @@ from . import _shared
 from ._errors import handle_route_exception
 from ._routing import build_included_index
 from ._shared import (
-    EVENT_DATA_ENCODER,
     KEEPALIVE_COMMENT,
     ClientDisconnect,
     PreparedResponse,
@@ -88,6 +88,9 @@ from ._shared import (
     apply_form_limits,
     body_missing,
     body_too_large,
+    encode_untyped_item,
+    event_data,
+    fill_dataclass_defaults,
     format_sse_event,
     get_route_path,
     malformed_json,
@@ -286,7 +289,10 @@ def revalidate_builtins(result: Any, output_type: Any, error: Exception, check: 
     if isinstance(error, ValidationError):
         try:
             return msgspec.convert(
-                msgspec.to_builtins(result, str_keys=True), output_type, str_keys=True
+                msgspec.to_builtins(result, str_keys=True),
+                output_type,
+                str_keys=True,
+                strict=False,
             )
         except ValidationError as exc:
             error = exc
@@ -297,7 +303,7 @@ def revalidate_builtins(result: Any, output_type: Any, error: Exception, check: 
         # An object JSON cannot encode (an ORM row, say) may hold the fields as
         # attributes, which FastAPI reads with from_attributes: so does the convert.
         try:
-            value = msgspec.convert(result, output_type, from_attributes=True)
+            value = msgspec.convert(result, output_type, from_attributes=True, strict=False)
             if check is not None:
                 check.encode(value)
             return value
@@ -622,6 +628,7 @@ class RouteRuntime:
         "embedded",
         "encoder",
         "endpoint",
+        "fills_defaults",
         "form",
         "has_body",
         "is_coroutine",
@@ -683,6 +690,7 @@ class RouteRuntime:
         self.trusted_class = output.trusted_class if output is not None else None
         self.container = output.container if output is not None else 0
         self.admits_any = output.admits_any if output is not None else False
+        self.fills_defaults = output.fills_defaults if output is not None else False
         self.shape = output.shape if output is not None else None
         self.stream = output.stream if output is not None else STREAM_NONE
         self.content_type = output.content_type if output is not None else JSON_CONTENT_TYPE
@@ -802,15 +810,22 @@ class RouteRuntime:
     def validate(self, result: Any) -> Any:
         try:
             # Decoding the encoded value checks every field and constraint, also of
-            # Struct instances that were built without validation.
-            return self.output_decoder.decode(self.encoder.encode(result))
+            # Struct instances that were built without validation, in lax mode (a
+            # string of digits for an int), as FastAPI validates responses.
+            value = self.output_decoder.decode(self.encoder.encode(result))
         except (TypeError, ValueError, OverflowError) as exc:
             check = self.encoder if self.admits_any else None
-            return revalidate_builtins(result, self.output_type, exc, check)
+            value = revalidate_builtins(result, self.output_type, exc, check)
+        if self.fills_defaults:
+            fill_dataclass_defaults(value)
+        return value
 
     def encode_line(self, item: Any, buffer: bytearray) -> bytes:
         """One JSON Lines item, checked as `encode` checks a response, and its newline."""
-        self.encoder.encode_into(self.checked(item), buffer)
+        if self.output_mode == OUTPUT_UNTYPED:
+            encode_untyped_item(self.encoder, item, buffer, 0)
+        else:
+            self.encoder.encode_into(self.checked(item), buffer)
         buffer.extend(b"\n")
         return bytes(buffer)
 
@@ -820,13 +835,16 @@ class RouteRuntime:
         if isinstance(item, ServerSentEvent):
             data = item.raw_data
             if data is None and item.data is not None:
-                data = EVENT_DATA_ENCODER.encode(item.data).decode()
+                data = event_data(item.data)
             return format_sse_event(
                 data_str=data, event=item.event, id=item.id, retry=item.retry, comment=item.comment
             )
         # msgspec's JSON has no line breaks, so the event is a single data line.
         buffer[:] = SSE_DATA_PREFIX
-        self.encoder.encode_into(self.checked(item), buffer, len(SSE_DATA_PREFIX))
+        if self.output_mode == OUTPUT_UNTYPED:
+            encode_untyped_item(self.encoder, item, buffer, len(SSE_DATA_PREFIX))
+        else:
+            self.encoder.encode_into(self.checked(item), buffer, len(SSE_DATA_PREFIX))
         buffer.extend(b"\n\n")
         return bytes(buffer)
 

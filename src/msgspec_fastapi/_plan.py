@@ -22,6 +22,7 @@ import msgspec
 from fastapi import params
 from fastapi.datastructures import DefaultPlaceholder
 from fastapi.sse import ServerSentEvent
+from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 from starlette.requests import Request
@@ -55,6 +56,7 @@ from ._types import (
     admits_any,
     annotated_metadata,
     endpoint_hints,
+    has_dataclass_defaults,
     is_body_shaped,
     is_coroutine_endpoint,
     is_generator_endpoint,
@@ -119,6 +121,9 @@ class OutputPlan:
     admits_any: bool = False
     # The response_model_* options (mode OUTPUT_SHAPED): applied to each checked value.
     shape: ResponseShape | None = None
+    # Some part of the type is a dataclass with a default value, which a validated value
+    # must be given where msgspec left it out (`_shared.fill_dataclass_defaults`).
+    fills_defaults: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,10 +193,19 @@ def literal_path(path_regex: re.Pattern[str], path_format: str) -> str | None:
 
 _TYPED_ENCODER = msgspec.json.Encoder()
 _TYPED_MSGPACK_ENCODER = msgspec.msgpack.Encoder()
-# For a type with `Any` inside: what it admits there is encoded as an untyped response
-# is (a Pydantic model by its dump), as Pydantic serializes `Any` by the value's type.
-_ANY_TYPED_ENCODER = msgspec.json.Encoder(enc_hook=untyped_hook)
-_ANY_TYPED_MSGPACK_ENCODER = msgspec.msgpack.Encoder(enc_hook=untyped_hook)
+
+
+def _model_hook(value: Any) -> Any:
+    """For a type with `Any` inside: a Pydantic model there is encoded by its JSON dump with
+    aliases, as Pydantic serializes an `Any` value by its type; anything else msgspec
+    cannot encode stays an error (a ResponseValidationError)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    raise TypeError(f"Encoding objects of type {type(value).__name__} is unsupported")
+
+
+_ANY_TYPED_ENCODER = msgspec.json.Encoder(enc_hook=_model_hook)
+_ANY_TYPED_MSGPACK_ENCODER = msgspec.msgpack.Encoder(enc_hook=_model_hook)
 _UNTYPED_OUTPUT = OutputPlan(OUTPUT_UNTYPED, msgspec.json.Encoder(enc_hook=untyped_hook))
 _UNTYPED_MSGPACK_OUTPUT = replace(
     _UNTYPED_OUTPUT, msgpack_encoder=msgspec.msgpack.Encoder(enc_hook=untyped_hook)
@@ -454,6 +468,12 @@ def _trust(output_type: Any) -> tuple[type | None, int]:
     return None, CONTAINER_NONE
 
 
+def _output_decoder(output_type: Any) -> msgspec.json.Decoder[Any]:
+    """The decoder that validates a response's JSON round trip: in lax mode (strings to
+    numbers and booleans, numbers to datetimes), as FastAPI validates responses."""
+    return msgspec.json.Decoder(type=output_type, strict=False)
+
+
 def _output_mode(trusted_class: type | None, shape: ResponseShape | None) -> int:
     if shape is not None:
         return OUTPUT_SHAPED
@@ -480,12 +500,13 @@ def _stream_plan(
     return OutputPlan(
         _output_mode(trusted_class, shape),
         _TYPED_ENCODER,
-        msgspec.json.Decoder(type=item_type),
+        _output_decoder(item_type),
         item_type,
         trusted_class,
         container,
         stream=kind,
         admits_any=admits_any(item_type),
+        fills_defaults=has_dataclass_defaults(item_type),
         shape=shape,
     )
 
@@ -512,12 +533,13 @@ def _output_plan(
         return OutputPlan(
             _output_mode(trusted_class, shape),
             _ANY_TYPED_ENCODER if any_inside else _TYPED_ENCODER,
-            msgspec.json.Decoder(type=output_type),
+            _output_decoder(output_type),
             output_type,
             trusted_class,
             container,
             msgpack_encoder if msgpack else None,
             admits_any=any_inside,
+            fills_defaults=has_dataclass_defaults(output_type),
             shape=shape,
         )
     if output_type in (EMPTY, None) and untyped_allowed and not mentions_pydantic(return_type):

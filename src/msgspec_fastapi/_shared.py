@@ -1,10 +1,14 @@
 """Objects both request-path twins import, so that each exists exactly once.
 
-Nothing here runs per request except the small constructors of errors and responses.
+Nothing here runs per request except the small constructors of errors and responses,
+and helpers for the rarer values: dataclass defaults of a validated response, untyped
+stream items, a ServerSentEvent's data.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from typing import Any
 
 import msgspec
@@ -94,16 +98,88 @@ SSE_DATA_PREFIX = b"data: "
 CHECKPOINT_EVERY = 32
 
 
+# The names json.dumps gives dict keys msgspec has none for (msgspec asks the hook).
+_KEY_NAMES: dict[Any, str] = {None: "null", True: "true", False: "false"}
+
+
 def untyped_hook(value: Any) -> Any:
     """How untyped responses encode what msgspec does not know: Pydantic models by their
-    JSON dump with aliases."""
+    JSON dump with aliases, and a None or bool dict key by its JSON name, as json.dumps
+    writes it (msgspec encodes None and bools itself everywhere else)."""
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", by_alias=True)
+    if value is None or value is True or value is False:
+        return _KEY_NAMES[value]
     raise TypeError(f"Encoding objects of type {type(value).__name__} is unsupported")
+
+
+def fill_dataclass_defaults(value: Any) -> None:
+    """Give every dataclass instance in a decoded value the fields msgspec left to their
+    class attribute (see `_types.has_dataclass_defaults`), so that they are encoded, as
+    FastAPI sends the declared type's every field."""
+    if isinstance(value, (list, tuple, set, frozenset)):
+        for item in value:
+            fill_dataclass_defaults(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            fill_dataclass_defaults(item)
+    elif isinstance(value, msgspec.Struct):
+        for name in value.__struct_fields__:
+            fill_dataclass_defaults(getattr(value, name, None))
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        state = getattr(value, "__dict__", None)
+        for field in dataclasses.fields(value):
+            name = field.name
+            if state is not None and name not in state and field.default is not dataclasses.MISSING:
+                state[name] = field.default  # also past a frozen dataclass's guard
+            fill_dataclass_defaults(getattr(value, name, None))
 
 
 # The `data` of a ServerSentEvent, which FastAPI does not validate against the item type.
 EVENT_DATA_ENCODER = msgspec.json.Encoder(enc_hook=untyped_hook)
+# What msgspec's names for non-finite float keys ("inf", "-inf", "nan") end a key with.
+_NON_FINITE_KEY_ENDS = (b'inf":', b'nan":')
+
+
+def _json_key(key: Any) -> Any:
+    """A dict key as json.dumps names it, where msgspec names it otherwise: a float."""
+    if type(key) is not float:
+        return key
+    if key != key:
+        return "NaN"
+    if key in (math.inf, -math.inf):
+        return "Infinity" if key > 0 else "-Infinity"
+    return repr(key)
+
+
+def _with_json_keys(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {_json_key(key): _with_json_keys(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_with_json_keys(item) for item in value]
+    return value
+
+
+def encode_untyped_item(encoder: Any, item: Any, buffer: bytearray, offset: int) -> None:
+    """An untyped stream item's JSON, into `buffer` from `offset` on, with its dict keys
+    as FastAPI's json.dumps writes them: when msgspec wrote a key as a non-finite float
+    (seen in its output, which is cheap), the item is encoded again from its builtins
+    with every float key named the json.dumps way ("Infinity" for `inf`)."""
+    encoder.encode_into(item, buffer, offset)
+    if _NON_FINITE_KEY_ENDS[0] in buffer or _NON_FINITE_KEY_ENDS[1] in buffer:
+        builtins = msgspec.to_builtins(item, enc_hook=untyped_hook)
+        encoder.encode_into(_with_json_keys(builtins), buffer, offset)
+
+
+def event_data(data: Any) -> str:
+    """A ServerSentEvent's `data` as FastAPI writes it: a Pydantic model by its own JSON
+    dump (so its serialization config applies), anything else as an untyped item."""
+    if hasattr(data, "model_dump_json"):
+        return data.model_dump_json()  # type: ignore[no-any-return]
+    buffer = bytearray()
+    encode_untyped_item(EVENT_DATA_ENCODER, data, buffer, 0)
+    return buffer.decode()
+
 
 CONTAINER_NONE = 0
 CONTAINER_LIST = 1

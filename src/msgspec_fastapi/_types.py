@@ -141,6 +141,32 @@ def admits_any(annotation: Any) -> bool:
     return walk(mi.type_info(annotation))
 
 
+def has_dataclass_defaults(annotation: Any) -> bool:
+    """Whether some part of a msgspec type is a dataclass with a field's default given as
+    a value (`x: int = 0`). msgspec decodes such a field left out of the input by leaving
+    it to the class attribute, and encodes a dataclass from its instance `__dict__`, so
+    the decoded value would be sent without that field."""
+    seen: set[int] = set()
+
+    def walk(info: Any) -> bool:
+        if id(info) in seen:
+            return False  # a recursive type, already being walked
+        seen.add(id(info))
+        if isinstance(info, mi.DataclassType) and dataclasses.is_dataclass(info.cls):
+            for field in dataclasses.fields(info.cls):
+                if field.default is not dataclasses.MISSING:
+                    return True
+        parts: list[Any] = [field.type for field in getattr(info, "fields", ())]
+        for name in ("item_type", "key_type", "value_type"):
+            if hasattr(info, name):
+                parts.append(getattr(info, name))
+        parts.extend(getattr(info, "item_types", ()))
+        parts.extend(getattr(info, "types", ()))
+        return any(walk(part) for part in parts)
+
+    return walk(mi.type_info(annotation))
+
+
 def optional_inner(annotation: Any) -> Any | None:
     """`T` for `T | None` (either spelling), else None."""
     if get_origin(annotation) in (Union, UnionType):
