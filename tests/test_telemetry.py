@@ -20,6 +20,7 @@ import msgspec
 import pydantic
 import pytest
 from fastapi import APIRouter, Depends, FastAPI, Form, HTTPException, Query
+from fastapi.responses import JSONResponse
 from fastapi.sse import EventSourceResponse
 from fastapi.testclient import TestClient
 from support import NoFields
@@ -258,17 +259,25 @@ def add_routes(router: APIRouter, item: type[Any], login: type[Any]) -> None:
 ALWAYS_DELEGATED = ("/login",)
 
 
+def pydantic_router_without_routes(tier: str) -> APIRouter:
+    return APIRouter(dependencies=[Depends(audit)] if tier == "delegated" else [])
+
+
 def pydantic_router(tier: str) -> APIRouter:
-    router = APIRouter(dependencies=[Depends(audit)] if tier == "delegated" else [])
+    router = pydantic_router_without_routes(tier)
     add_routes(router, PydanticItem, PydanticLogin)
     return router
 
 
-def msgspec_router(tier: str, twin: Twin) -> MsgspecRouter:
-    router = MsgspecRouter(
+def msgspec_router_without_routes(tier: str, twin: Twin) -> MsgspecRouter:
+    return MsgspecRouter(
         route_class=twin.route_class,
         dependencies=[Depends(audit)] if tier == "delegated" else [],
     )
+
+
+def msgspec_router(tier: str, twin: Twin) -> MsgspecRouter:
+    router = msgspec_router_without_routes(tier, twin)
     add_routes(router, StructItem, StructLogin)
     tiers = {route.path: route.tier for route in router.routes}  # type: ignore[attr-defined]
     assert {tiers.pop(path) for path in ALWAYS_DELEGATED} == {"delegated"}
@@ -362,3 +371,25 @@ def test_a_request_the_telemetry_excludes_stays_on_the_direct_tier(
     app, telemetry = observed_app(msgspec_router("direct", twin), exclude=lambda scope: True)
     assert TestClient(app).get("/items/3?q=2").json() == {"name": "item 3", "price": 2.0}
     assert telemetry.span_report() == []
+
+
+@pytest.mark.parametrize("tier", ["direct", "delegated"])
+def test_a_validation_failure_of_a_route_fastapi_renders_is_logged_as_fastapis(
+    twin: Twin, tier: str
+) -> None:
+    """A route whose responses FastAPI's JSONResponse renders (as on an application's own
+    router, whose default class it is): the request path's 422 is logged all the same."""
+    reports = []
+    for router, item in (
+        (pydantic_router_without_routes(tier), PydanticItem),
+        (msgspec_router_without_routes(tier, twin), StructItem),
+    ):
+
+        @router.post("/rendered", response_class=JSONResponse)
+        async def rendered(body: item) -> Any:  # type: ignore[valid-type]
+            return {"name": body.name}
+
+        app, telemetry = observed_app(router)
+        response = TestClient(app).post("/rendered", json={"name": "lamp", "price": "x"})
+        reports.append((response.status_code, telemetry.log_report(), telemetry.log_data.seen))
+    assert reports[1] == reports[0]

@@ -19,7 +19,6 @@ from functools import wraps
 from typing import Any
 
 from msgspec.json import decode as json_decode
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -39,7 +38,7 @@ from ._shared import (
     RequestValidationError,
     body_too_large,
 )
-from ._telemetry import Traced
+from ._telemetry import Traced, reported
 from ._validation import received_body, request_invalid
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
@@ -97,10 +96,12 @@ def make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[...
         request.scope[REACHED_KEY] = True
         if UNDECODED_KEY in request.scope:
             # A dependency was handed what the request path could not decode.
-            raise invalid(request.scope, model_errors, body, raw)
+            raise reported(invalid(request.scope, model_errors, body, raw), spec, values, body, models)
         if model_names:
             if model_errors:
-                raise invalid(request.scope, model_errors, body, raw)
+                raise reported(
+                    invalid(request.scope, model_errors, body, raw), spec, values, body, models
+                )
             for name in model_names:
                 values[name] = models[name]
         if body_names:
@@ -111,7 +112,7 @@ def make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[...
                 if any(name not in parts for name in body_names) or invalid_anew(
                     request.scope, body
                 ):
-                    raise invalid(request.scope, [], body, raw)
+                    raise reported(invalid(request.scope, [], body, raw), spec, values, body, models)
                 body = parts
             if embedded:
                 for name in body_names:
@@ -120,26 +121,39 @@ def make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[...
                 values[body_names[0]] = body
         return respond, request, sub_response
 
-    @wraps(endpoint)
-    async def wrapper(**values: Any) -> Any:
-        respond, request, sub_response = arguments(values)
-        if streams:
-            result = endpoint(**values)
-        elif is_coroutine:
-            result = await endpoint(**values)
-        else:
-            result = await run_in_threadpool(endpoint, **values)
+    def responded(result: Any, respond: Any, request: Request, sub_response: Response) -> Any:
         if respond is None or isinstance(result, Response):
             return result
         return respond(
             result, sub_response.status_code, sub_response.raw_headers, request.scope["headers"]
         )
 
+    wrapper: Callable[..., Any]
+    if is_coroutine or streams:
+
+        @wraps(endpoint)
+        async def wrapper(**values: Any) -> Any:
+            respond, request, sub_response = arguments(values)
+            if streams:
+                result = endpoint(**values)
+            else:
+                result = await endpoint(**values)
+            return responded(result, respond, request, sub_response)
+
+    else:
+        # Sync as the endpoint is, so that FastAPI runs it in its threadpool: an
+        # integration that wraps the call FastAPI makes with a sync function (older
+        # Sentry SDKs) then gets a result, not a coroutine.
+        @wraps(endpoint)
+        def wrapper(**values: Any) -> Any:
+            respond, request, sub_response = arguments(values)
+            return responded(endpoint(**values), respond, request, sub_response)
+
     wrapper.__signature__ = exposed  # type: ignore[attr-defined]
     if streams:
         # FastAPI follows __wrapped__ to decide whether an endpoint streams: this one
         # returns the stream itself.
-        del wrapper.__wrapped__
+        delattr(wrapper, "__wrapped__")
     setattr(wrapper, SPEC_ATTR, spec)
     setattr(wrapper, ARGUMENTS_ATTR, arguments)
     return wrapper

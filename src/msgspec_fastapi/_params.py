@@ -19,7 +19,13 @@ from pydantic_core import SchemaValidator, core_schema
 
 from ._compat import replace_validator
 from ._shared import FAST_DIGITS_MAX, PARAM_COOKIE, PARAM_HEADER, PARAM_PATH, PARAM_QUERY
-from ._types import annotated_metadata, mentions_pydantic, optional_inner, strip_annotated
+from ._types import (
+    annotated_metadata,
+    annotates_inside,
+    mentions_pydantic,
+    optional_inner,
+    strip_annotated,
+)
 from ._validation import Loc, path_text, split_message, value_at
 
 Converter = Callable[..., tuple[Any, list[dict[str, Any]]]]
@@ -330,6 +336,8 @@ def parameter_error(exc: Exception, received: Any, loc: Loc) -> dict[str, Any]:
 
 def parameter_target(annotation: Any, metadata: Iterable[Any], where: str) -> tuple[Any, bool]:
     """The msgspec type and strictness for one parameter; TypeError when unsupported."""
+    if annotates_inside(annotation):
+        raise TypeError(f"{where}: a constraint inside the type is Pydantic's")
     target, strict = _constrain(annotation, metadata, where)
     try:
         msgspec.json.Decoder(type=target)

@@ -22,6 +22,8 @@ import msgspec
 from fastapi import params
 from fastapi.datastructures import DefaultPlaceholder
 from fastapi.sse import ServerSentEvent
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 from starlette.requests import Request
 from starlette.responses import Response
@@ -191,6 +193,19 @@ def literal_path(path_regex: re.Pattern[str], path_format: str) -> str | None:
 
 _TYPED_ENCODER = msgspec.json.Encoder()
 _TYPED_MSGPACK_ENCODER = msgspec.msgpack.Encoder()
+
+
+def _model_hook(value: Any) -> Any:
+    """For a type with `Any` inside: a Pydantic model there is encoded by its JSON dump with
+    aliases, as Pydantic serializes an `Any` value by its type; anything else msgspec
+    cannot encode stays an error (a ResponseValidationError)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    raise TypeError(f"Encoding objects of type {type(value).__name__} is unsupported")
+
+
+_ANY_TYPED_ENCODER = msgspec.json.Encoder(enc_hook=_model_hook)
+_ANY_TYPED_MSGPACK_ENCODER = msgspec.msgpack.Encoder(enc_hook=_model_hook)
 _UNTYPED_OUTPUT = OutputPlan(OUTPUT_UNTYPED, msgspec.json.Encoder(enc_hook=untyped_hook))
 _UNTYPED_MSGPACK_OUTPUT = replace(
     _UNTYPED_OUTPUT, msgpack_encoder=msgspec.msgpack.Encoder(enc_hook=untyped_hook)
@@ -239,7 +254,42 @@ def find_body(endpoint_name: str, parameters: list[inspect.Parameter]) -> list[i
             if body_key(parameter) is None and not mentions_struct(parameter.annotation):
                 continue  # FastAPI reads it, the msgspec body parts beside it ours
             found.append(parameter)
+    pydantic_only = []
+    for parameter in found:
+        reason = _pydantic_only(endpoint_name, parameter)
+        if reason is None:
+            continue
+        if mentions_struct(parameter.annotation):
+            _body_part(endpoint_name, parameter)  # its own TypeError, where it has one
+            raise TypeError(
+                f"{endpoint_name}(): body parameter {parameter.name!r}: {reason} is for "
+                "Pydantic, which cannot validate a msgspec Struct"
+            )
+        pydantic_only.append(parameter)
+    if pydantic_only:
+        # FastAPI reads the body, and validates with Pydantic every part it can: only a
+        # part that mentions a Struct is still ours.
+        found = [p for p in found if p not in pydantic_only and mentions_struct(p.annotation)]
     return found
+
+
+def _pydantic_only(endpoint_name: str, parameter: inspect.Parameter) -> str | None:
+    """What a body parameter declares that only Pydantic does, or None: a validator or a
+    constraint msgspec has no equivalent of, `default_factory`, `validate_default`, a
+    `discriminator`, a media type other than JSON. (Alias choices and paths: `body_key`.)"""
+    for info in _param_metadata(parameter):
+        if not isinstance(info, FieldInfo):
+            continue
+        for option in ("default_factory", "validate_default", "discriminator"):
+            if getattr(info, option):
+                return option
+        if isinstance(info, params.Body) and not is_json_media_type(info.media_type):
+            return f"the media type {info.media_type!r}"
+    try:
+        _body_part(endpoint_name, parameter)
+    except TypeError as exc:  # Pydantic metadata (`_params._meta_from`)
+        return str(exc).removeprefix(f"{endpoint_name}(): body parameter {parameter.name!r}: ")
+    return None
 
 
 def is_raw_bytes(annotation: Any) -> bool:
@@ -283,14 +333,7 @@ def _body_part(endpoint_name: str, parameter: inspect.Parameter) -> _BodyPart:
     openapi_examples = None
     if body_info is not None:
         media_type = body_info.media_type
-        if not is_json_media_type(media_type):
-            raise TypeError(
-                f"{where}: only application/json and application/*+json bodies are "
-                f"supported, not {media_type!r}"
-            )
         openapi_examples = getattr(body_info, "openapi_examples", None)
-        if body_info.default_factory is not None:
-            raise TypeError(f"{where}: Body(default_factory=...) is not supported")
         extra.extend(body_info.metadata)
         embed = body_info.embed is True
         if body_info.default not in (PydanticUndefined, Ellipsis):
@@ -485,15 +528,17 @@ def _output_plan(
             raise TypeError(f"{where}: status code {options['status_code']} has no body")
         output_type = constrained_type(output_type, (), where)
         trusted_class, container = _trust(output_type)
+        any_inside = admits_any(output_type)
+        msgpack_encoder = _ANY_TYPED_MSGPACK_ENCODER if any_inside else _TYPED_MSGPACK_ENCODER
         return OutputPlan(
             _output_mode(trusted_class, shape),
-            _TYPED_ENCODER,
+            _ANY_TYPED_ENCODER if any_inside else _TYPED_ENCODER,
             _output_decoder(output_type),
             output_type,
             trusted_class,
             container,
-            _TYPED_MSGPACK_ENCODER if msgpack else None,
-            admits_any=admits_any(output_type),
+            msgpack_encoder if msgpack else None,
+            admits_any=any_inside,
             fills_defaults=has_dataclass_defaults(output_type),
             shape=shape,
         )

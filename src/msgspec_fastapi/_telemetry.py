@@ -38,6 +38,45 @@ Traced = Callable[
 Arguments = Callable[[dict[str, Any]], tuple[Any, Request, Response]]
 
 
+def shown_values(
+    spec: EndpointSpec, values: dict[str, Any], body: Any, models: dict[str, Any]
+) -> dict[str, Any]:
+    """The endpoint's arguments as FastAPI lists them in TelemetryData: without what the
+    wrapper was given for itself, with the body and models the request path decoded."""
+    injected = (
+        spec.request_name if spec.injected_request else None,
+        spec.response_name if spec.injected_response else None,
+    )
+    shown = {k: v for k, v in values.items() if k not in injected and v is not UNDECODED}
+    if type(body) is not RequestValidationError:
+        embedded = spec.body is not None and spec.body.embedded
+        for name in spec.endpoint_body:
+            shown[name] = body[name] if embedded else body
+    elif spec.endpoint_body and not (spec.body is not None and spec.body.embedded):
+        shown[spec.endpoint_body[0]] = None  # as FastAPI lists a single body that failed
+    for name in spec.endpoint_models:
+        if name in models:
+            shown[name] = models[name]
+    return shown
+
+
+def reported(
+    invalid: RequestValidationError,
+    spec: EndpointSpec,
+    values: dict[str, Any],
+    body: Any,
+    models: dict[str, Any],
+) -> RequestValidationError:
+    """A 422 the wrapper raises inside FastAPI's handler, reported to the telemetry (when
+    it observes the request) as FastAPI's handler reports one it raises before the
+    endpoint: the arguments and errors in TelemetryData, and the log record."""
+    data = _compat.telemetry_data()
+    if data is not None:
+        data.values = shown_values(spec, values, body, models)
+    _compat.validation_failed(invalid)
+    return invalid
+
+
 def traced_handler(spec: EndpointSpec, target: Any, arguments: Arguments) -> Traced:
     """The route's handling for an observed request: `traced(request, body, raw, models,
     model_errors)` with what the request path read, as FastAPI's handler gets a request.
@@ -54,32 +93,10 @@ def traced_handler(spec: EndpointSpec, target: Any, arguments: Arguments) -> Tra
     is_coroutine = spec.is_coroutine
     assert spec.output is not None
     streams = spec.output.stream != STREAM_NONE
-    injected = {
-        name
-        for name, added in (
-            (spec.request_name, spec.injected_request),
-            (spec.response_name, spec.injected_response),
-        )
-        if added
-    }
-    body_names = spec.endpoint_body
-    embedded = spec.body is not None and spec.body.embedded
-    model_names = spec.endpoint_models
     has_form = spec.form is not None
 
     def endpoint_values(values: dict[str, Any], body: Any, models: dict[str, Any]) -> Any:
-        """The endpoint's arguments as FastAPI lists them: without what the wrapper was
-        given for itself, with the body and models the request path decoded."""
-        shown = {k: v for k, v in values.items() if k not in injected and v is not UNDECODED}
-        if type(body) is not RequestValidationError:
-            for name in body_names:
-                shown[name] = body[name] if embedded else body
-        elif body_names and not embedded:
-            shown[body_names[0]] = None  # as FastAPI lists a single body that failed
-        for name in model_names:
-            if name in models:
-                shown[name] = models[name]
-        return shown
+        return shown_values(spec, values, body, models)
 
     async def traced(
         request: Request, body: Any, raw: bytes | None, models: Any, model_errors: list[Any]

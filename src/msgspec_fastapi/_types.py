@@ -13,6 +13,7 @@ from typing import Annotated, Any, TypeGuard, Union, get_args, get_origin, get_t
 import msgspec
 import msgspec.inspect as mi
 from pydantic import BaseModel
+from pydantic.dataclasses import is_pydantic_dataclass
 from starlette.responses import Response
 from typing_extensions import is_typeddict
 
@@ -59,8 +60,31 @@ def mentions_struct(annotation: Any) -> bool:
     return mentions(annotation, is_struct_class)
 
 
+def _is_pydantic_type(value: Any) -> bool:
+    """A Pydantic model or a Pydantic dataclass: msgspec would take the dataclass for a plain
+    one, without its validators, computed fields or serializers."""
+    return isinstance(value, type) and (
+        issubclass(value, BaseModel) or is_pydantic_dataclass(value)
+    )
+
+
 def mentions_pydantic(annotation: Any) -> bool:
-    return mentions(annotation, lambda t: isinstance(t, type) and issubclass(t, BaseModel))
+    return mentions(annotation, _is_pydantic_type)
+
+
+def annotates_inside(annotation: Any) -> bool:
+    """Whether an `Annotated` below the annotation's top level carries metadata other than
+    msgspec.Meta (`list[Annotated[int, Field(gt=0)]]`, `Annotated[set[str],
+    Field(max_length=3)] | None`): msgspec would silently ignore it."""
+    bare = strip_annotated(annotation)
+    for arg in get_args(bare):
+        if arg is Ellipsis:
+            continue
+        if any(not isinstance(m, msgspec.Meta) for m in annotated_metadata(arg)):
+            return True
+        if annotates_inside(arg):
+            return True
+    return False
 
 
 def is_body_shaped(annotation: Any) -> bool:
@@ -79,10 +103,13 @@ def is_response_class(annotation: Any) -> bool:
 
 
 def is_msgspec_json_type(annotation: Any) -> bool:
-    """A type msgspec can both decode from JSON and describe with a JSON schema."""
+    """A type msgspec can both decode from JSON and describe with a JSON schema, with no
+    metadata inside it that msgspec would ignore."""
     if annotation is EMPTY or annotation is None or annotation is NoneType:
         return False
     if mentions_pydantic(annotation) or is_response_class(annotation):
+        return False
+    if annotates_inside(annotation):
         return False
     try:
         msgspec.json.Decoder(type=annotation)

@@ -428,6 +428,8 @@ def msgspec_route_class(
     per pair, made once."""
     if issubclass(route_class, MsgspecRoute):
         return route_class
+    if issubclass(base, route_class):
+        return base  # APIRoute itself (strawberry's GraphQLRouter passes it): nothing to add
     combined = _COMBINED.get((route_class, base))
     if combined is None:
         namespace = {
