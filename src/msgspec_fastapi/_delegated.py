@@ -96,7 +96,9 @@ def make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[...
         request.scope[REACHED_KEY] = True
         if UNDECODED_KEY in request.scope:
             # A dependency was handed what the request path could not decode.
-            raise reported(invalid(request.scope, model_errors, body, raw), spec, values, body, models)
+            raise reported(
+                invalid(request.scope, model_errors, body, raw), spec, values, body, models
+            )
         if model_names:
             if model_errors:
                 raise reported(
@@ -112,7 +114,9 @@ def make_wrapper(spec: EndpointSpec, exposed: inspect.Signature) -> Callable[...
                 if any(name not in parts for name in body_names) or invalid_anew(
                     request.scope, body
                 ):
-                    raise reported(invalid(request.scope, [], body, raw), spec, values, body, models)
+                    raise reported(
+                        invalid(request.scope, [], body, raw), spec, values, body, models
+                    )
                 body = parts
             if embedded:
                 for name in body_names:

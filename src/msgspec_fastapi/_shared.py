@@ -323,7 +323,9 @@ def nested_too_deeply(msgpack: bool = False) -> HTTPException:
 
 
 def body_missing() -> RequestValidationError:
-    return RequestValidationError([{"loc": ("body",), "msg": "Field required", "type": "missing"}])
+    return RequestValidationError(
+        [{"type": "missing", "loc": ("body",), "msg": "Field required", "input": None}]
+    )
 
 
 def response_invalid(exc: BaseException, body: Any) -> ResponseValidationError:
