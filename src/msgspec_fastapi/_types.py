@@ -122,23 +122,12 @@ def is_msgspec_json_type(annotation: Any) -> bool:
 def admits_any(annotation: Any) -> bool:
     """Whether some part of a msgspec type is `Any` (or `object`): a part msgspec converts
     nothing in, so a value that passed conversion may still be one it cannot encode."""
-    seen: set[int] = set()
-
-    def walk(info: Any) -> bool:
-        if isinstance(info, mi.AnyType) or (isinstance(info, mi.CustomType) and info.cls is object):
-            return True
-        if id(info) in seen:
-            return False  # a recursive type, already being walked
-        seen.add(id(info))
-        parts: list[Any] = [field.type for field in getattr(info, "fields", ())]
-        for name in ("item_type", "key_type", "value_type"):
-            if hasattr(info, name):
-                parts.append(getattr(info, name))
-        parts.extend(getattr(info, "item_types", ()))
-        parts.extend(getattr(info, "types", ()))
-        return any(walk(part) for part in parts)
-
-    return walk(mi.type_info(annotation))
+    return any_part(
+        annotation,
+        lambda info: (
+            isinstance(info, mi.AnyType) or (isinstance(info, mi.CustomType) and info.cls is object)
+        ),
+    )
 
 
 def has_dataclass_defaults(annotation: Any) -> bool:
@@ -146,16 +135,28 @@ def has_dataclass_defaults(annotation: Any) -> bool:
     a value (`x: int = 0`). msgspec decodes such a field left out of the input by leaving
     it to the class attribute, and encodes a dataclass from its instance `__dict__`, so
     the decoded value would be sent without that field."""
+
+    def defaulted(info: Any) -> bool:
+        return (
+            isinstance(info, mi.DataclassType)
+            and dataclasses.is_dataclass(info.cls)
+            and any(f.default is not dataclasses.MISSING for f in dataclasses.fields(info.cls))
+        )
+
+    return any_part(annotation, defaulted)
+
+
+def any_part(annotation: Any, test: Callable[[Any], bool]) -> bool:
+    """Whether `test` holds for the msgspec type info of `annotation` or of any type
+    inside it (fields, items, keys, values, union members), recursive types walked once."""
     seen: set[int] = set()
 
     def walk(info: Any) -> bool:
+        if test(info):
+            return True
         if id(info) in seen:
             return False  # a recursive type, already being walked
         seen.add(id(info))
-        if isinstance(info, mi.DataclassType) and dataclasses.is_dataclass(info.cls):
-            for field in dataclasses.fields(info.cls):
-                if field.default is not dataclasses.MISSING:
-                    return True
         parts: list[Any] = [field.type for field in getattr(info, "fields", ())]
         for name in ("item_type", "key_type", "value_type"):
             if hasattr(info, name):
