@@ -12,11 +12,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AsyncExitStack
 from typing import Annotated, Any
 
-import anyio
 import msgspec
 import pytest
 from fastapi import (
@@ -31,7 +30,6 @@ from fastapi import (
     Response,
     Security,
 )
-from fastapi.dependencies.models import Dependant
 from fastapi.responses import JSONResponse
 from fastapi.security import SecurityScopes
 from fastapi.telemetry._api import _RequestTelemetry
@@ -910,71 +908,20 @@ def test_generator_that_does_not_stop_fails_as_in_fastapi(twin: Twin) -> None:
     assert events == ["caught", "sent"]
 
 
-@pytest.mark.parametrize("exception", [None, KeyError])
-def test_async_generator_teardown_is_shielded_and_cancellation_delivered_as_in_fastapi(
-    exception: type[Exception] | None,
-) -> None:
-    """Our entry of an async generator dependency against FastAPI's own, under a
-    cancellation that arrives while the request waits (0.165 shields the teardown)."""
-
-    async def scenario(enter: Callable[..., Any]) -> list[Any]:
-        log: list[Any] = []
-
-        async def generator() -> AsyncIterator[str]:
-            try:
-                yield "value"
-            except Exception as exc:
-                log.append(("saw", type(exc).__name__))
-                raise
-            finally:
-                log.append("teardown starts")
-                await anyio.sleep(0.01)
-                log.append("teardown ends")
-
-        scope: dict[str, Any] = {}
-        try:
-            with anyio.CancelScope() as outer:
-                try:
-                    async with AsyncExitStack() as request_stack:
-                        scope[_compat.REQUEST_STACK_KEY] = request_stack
-                        async with AsyncExitStack() as function_stack:
-                            scope[_compat.FUNCTION_STACK_KEY] = function_stack
-                            dependant = Dependant(call=generator)
-                            log.append(await enter(dependant, request_stack, scope))
-                            outer.cancel()
-                            if exception is not None:
-                                raise exception("endpoint")
-                            await anyio.sleep(1)
-                except BaseException as exc:
-                    log.append(("left", type(exc).__name__))
-                    raise
-            log.append(("cancelled caught", outer.cancelled_caught))
-        except Exception as exc:
-            log.append(("escaped", type(exc).__name__))
-        return log
-
-    async def ours(dependant: Any, stack: Any, scope: dict[str, Any]) -> Any:
-        return await _compat.solve_generator(dependant, stack, {}, scope)
-
-    async def fastapis(dependant: Any, stack: Any, scope: dict[str, Any]) -> Any:
-        return await _compat.fastapi_solve_generator(dependant, stack, {}, scope)
-
-    assert anyio.run(scenario, ours) == anyio.run(scenario, fastapis)
-
-
 HAS_MAX_CONCURRENCY = "max_concurrency" in {
     field.name for field in dataclasses.fields(Depends(lambda: None))
 }
 
 
 @pytest.mark.skipif(not HAS_MAX_CONCURRENCY, reason="max_concurrency is FastAPI 0.165's")
-@pytest.mark.parametrize("generator", [False, True])
+@pytest.mark.parametrize("kind", ["function", "generator", "sync generator"])
 def test_max_concurrency_limits_a_dependency_across_requests_as_in_fastapi(
-    twin: Twin, generator: bool
+    twin: Twin, kind: str
 ) -> None:
     """Three requests at once through a dependency with max_concurrency=2: a third waits
     (for a generator, until a teardown)."""
     running = [0]
+    lock = threading.Lock()
 
     async def limited_function() -> int:
         running[0] += 1
@@ -990,7 +937,20 @@ def test_max_concurrency_limits_a_dependency_across_requests_as_in_fastapi(
         await asyncio.sleep(0.01)
         running[0] -= 1
 
-    limited = limited_generator if generator else limited_function
+    def limited_sync_generator() -> Iterator[int]:
+        with lock:
+            running[0] += 1
+            EVENTS.append(("running", running[0]))
+        yield 1
+        time.sleep(0.01)
+        with lock:
+            running[0] -= 1
+
+    limited = {
+        "function": limited_function,
+        "generator": limited_generator,
+        "sync generator": limited_sync_generator,
+    }[kind]
 
     def build(router: APIRouter) -> None:
         @router.get("/limited")

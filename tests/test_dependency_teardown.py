@@ -1,24 +1,29 @@
-"""Async generator dependencies set up and closed by hand behave as FastAPI's wrappers do
-under cancellation and disconnects.
+"""Generator dependencies set up and closed by the direct tier behave as FastAPI's wrappers
+do under exceptions, cancellation and disconnects.
 
-Where nothing can reach FastAPI's exit stacks, the direct tier drives plain async
-generator dependencies itself (`msgspec_fastapi._teardown`). Each test runs one request
+The direct tier sets up async and sync generator dependencies, with or without
+`max_concurrency`, itself (`msgspec_fastapi._teardown`): their teardowns in lists of its
+own where nothing can reach FastAPI's exit stacks, on those stacks where a step is given
+the request. Each test runs one request
 through a MsgspecRouter of one twin and through a plain APIRouter (the oracle) inside an
 anyio cancel scope that the dependency or the endpoint cancels at a chosen moment, and
 compares what each saw: the generator's set-up and teardown, the exception thrown into
 it, whether its teardown ran to its end (FastAPI 0.165 shields it, 0.142.2 does not),
-the messages sent, and what left the app.
+which parts of a sync generator ran in a worker thread, the messages sent, and what left
+the app.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Callable
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Annotated, Any
 
 import anyio
 import pytest
-from fastapi import APIRouter, Depends, FastAPI
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.responses import StreamingResponse
 from twins import Twin
 
@@ -28,7 +33,12 @@ LOG: list[Any] = []
 # The cancel scope the request runs in, for the dependencies and endpoints to cancel.
 OUTER: list[anyio.CancelScope] = []
 
-HAS_SCOPE = "scope" in {field.name for field in dataclasses.fields(Depends(lambda: None))}
+DEPENDS_FIELDS = {field.name for field in dataclasses.fields(Depends(lambda: None))}
+HAS_SCOPE = "scope" in DEPENDS_FIELDS
+HAS_MAX_CONCURRENCY = "max_concurrency" in DEPENDS_FIELDS
+needs_max_concurrency = pytest.mark.skipif(
+    not HAS_MAX_CONCURRENCY, reason="max_concurrency is newer than this FastAPI"
+)
 
 
 def cancel() -> None:
@@ -104,6 +114,67 @@ async def raises_type_error() -> AsyncIterator[str]:
         yield "value"
     finally:
         raise TypeError("teardown")
+
+
+def in_worker() -> bool:
+    return threading.current_thread() is not threading.main_thread()
+
+
+def sync_session() -> Iterator[str]:
+    """A sync generator: what reaches it, and in which thread each part runs."""
+    LOG.append(("sync set-up", in_worker()))
+    try:
+        yield "sync"
+    except BaseException as exc:
+        LOG.append(("sync thrown in", type(exc).__name__, in_worker()))
+        raise
+    finally:
+        LOG.append(("sync teardown starts", in_worker()))
+        time.sleep(0.01)
+        LOG.append("sync teardown ends")
+
+
+def sync_swallows() -> Iterator[str]:
+    try:
+        yield "value"
+    except BaseException as exc:
+        LOG.append(("sync swallowed", type(exc).__name__))
+
+
+def sync_raises_lookup_error() -> Iterator[str]:
+    try:
+        yield "value"
+    finally:
+        raise LookupError("sync teardown")
+
+
+def sync_fails_in_set_up() -> Iterator[str]:
+    LOG.append(("sync failing set-up", in_worker()))
+    raise HTTPException(418, "sync set-up")
+    yield "never"
+
+
+def sync_does_not_stop() -> Iterator[str]:
+    yield "value"
+    LOG.append("sync second yield")
+    yield "again"
+
+
+def pushes_onto_the_stacks(request: Request) -> str:
+    """Code holding the scope: pushes callbacks onto FastAPI's stacks and notes what the
+    scope holds under their keys."""
+    scope = request.scope
+    LOG.append(
+        (
+            "keys",
+            type(scope.get("fastapi_inner_astack")).__name__,
+            type(scope.get("fastapi_function_astack")).__name__,
+            sorted(key for key in scope if key.startswith("fastapi_async")),
+        )
+    )
+    scope["fastapi_inner_astack"].callback(LOG.append, "request-stack callback")
+    scope["fastapi_function_astack"].callback(LOG.append, "function-stack callback")
+    return "pushed"
 
 
 async def run(app: FastAPI, path: str, disconnect: bool = False) -> list[Any]:
@@ -275,3 +346,208 @@ def test_an_exception_replaced_by_two_teardowns_keeps_fastapis_context_chain(
 
     log = both(twin, build, "/replaced")
     assert ("left the app", ["TypeError", "ValueError", "KeyError"]) in log
+
+
+def test_a_sync_generator_sets_up_and_tears_down_in_worker_threads_as_in_fastapi(
+    twin: Twin,
+) -> None:
+    def build(router: APIRouter) -> None:
+        @router.get("/sync")
+        async def sync(s: Annotated[str, Depends(sync_session)]) -> str:
+            return s
+
+    log = both(twin, build, "/sync")
+    assert ("sync set-up", True) in log
+    assert ("sync teardown starts", True) in log
+
+
+def test_an_endpoint_exception_is_thrown_into_a_sync_generator_as_in_fastapi(
+    twin: Twin,
+) -> None:
+    def build(router: APIRouter) -> None:
+        @router.get("/thrown")
+        async def thrown(s: Annotated[str, Depends(sync_session)]) -> str:
+            raise KeyError("endpoint")
+
+    log = both(twin, build, "/thrown")
+    assert ("sync thrown in", "KeyError", True) in log
+
+
+def test_a_cancellation_reaches_a_sync_generator_as_in_fastapi(twin: Twin) -> None:
+    """FastAPI 0.142.2 hands a sync generator only an Exception; 0.165 any exception."""
+
+    def build(router: APIRouter) -> None:
+        @router.get("/wait")
+        async def wait(
+            a: Annotated[str, Depends(session)], s: Annotated[str, Depends(sync_session)]
+        ) -> str:
+            cancel()
+            await anyio.sleep(1)
+            return a + s
+
+    both(twin, build, "/wait")
+
+
+def test_a_sync_generator_that_swallows_the_exception_is_handled_as_in_fastapi(
+    twin: Twin,
+) -> None:
+    def build(router: APIRouter) -> None:
+        @router.get("/swallow")
+        async def swallow(
+            a: Annotated[str, Depends(session)], s: Annotated[str, Depends(sync_swallows)]
+        ) -> str:
+            raise KeyError("endpoint")
+
+    log = both(twin, build, "/swallow")
+    assert ("sync swallowed", "KeyError") in log
+
+
+def test_exceptions_replaced_by_sync_and_async_teardowns_keep_fastapis_context_chain(
+    twin: Twin,
+) -> None:
+    def build(router: APIRouter) -> None:
+        @router.get("/replaced")
+        async def replaced(
+            outer: Annotated[str, Depends(raises_type_error)],
+            middle: Annotated[str, Depends(sync_raises_lookup_error)],
+            inner: Annotated[str, Depends(raises_value_error)],
+        ) -> str:
+            raise KeyError("endpoint")
+
+    log = both(twin, build, "/replaced")
+    assert ("escaped", "TypeError") in log
+
+
+@pytest.mark.parametrize("order", ["sync first", "async first"])
+def test_sync_and_async_generators_tear_down_in_reverse_order_as_in_fastapi(
+    twin: Twin, order: str
+) -> None:
+    """On 0.165 the cleanup scope sits on the request stack where the first async
+    generator entered it, between the sync generator's teardown and the async one's."""
+
+    def build(router: APIRouter) -> None:
+        if order == "sync first":
+
+            @router.get("/order")
+            async def sync_first(
+                s: Annotated[str, Depends(sync_session)], a: Annotated[str, Depends(session)]
+            ) -> str:
+                return s + a
+        else:
+
+            @router.get("/order")
+            async def async_first(
+                a: Annotated[str, Depends(session)], s: Annotated[str, Depends(sync_session)]
+            ) -> str:
+                return s + a
+
+    log = both(twin, build, "/order")
+    first, second = ("sync teardown starts", True), "teardown starts"
+    if order == "sync first":
+        first, second = second, first
+    assert log.index(first) < log.index(second)
+
+
+def test_a_sync_generator_failing_in_set_up_tears_down_the_ones_before_as_in_fastapi(
+    twin: Twin,
+) -> None:
+    def build(router: APIRouter) -> None:
+        @router.get("/fails")
+        async def fails(
+            a: Annotated[str, Depends(session)],
+            s: Annotated[str, Depends(sync_fails_in_set_up)],
+        ) -> str:
+            return a + s
+
+    log = both(twin, build, "/fails")
+    assert ("thrown in", "HTTPException") in log
+    assert ("sent", "http.response.start", 418) in log
+
+
+def test_a_sync_generator_that_does_not_stop_fails_as_in_fastapi(twin: Twin) -> None:
+    def build(router: APIRouter) -> None:
+        @router.get("/again")
+        async def again(s: Annotated[str, Depends(sync_does_not_stop)]) -> str:
+            return s
+
+    log = both(twin, build, "/again")
+    assert "sync second yield" in log
+
+
+def test_a_disconnect_during_a_stream_closes_a_sync_generator_as_in_fastapi(
+    twin: Twin,
+) -> None:
+    def build(router: APIRouter) -> None:
+        @router.get("/stream")
+        async def stream(s: Annotated[str, Depends(sync_session)]):  # type: ignore[no-untyped-def]
+            async def chunks() -> AsyncIterator[bytes]:
+                yield s.encode()
+                await anyio.sleep(1)
+                yield b"more"
+
+            return StreamingResponse(chunks())
+
+    log = both(twin, build, "/stream", disconnect=True)
+    assert "sync teardown ends" in log
+
+
+@needs_max_concurrency
+@pytest.mark.parametrize("dependency", [session, sync_session])
+def test_a_cancellation_reaches_a_limited_generator_as_in_fastapi(
+    twin: Twin, dependency: Callable[[], Any]
+) -> None:
+    def build(router: APIRouter) -> None:
+        @router.get("/limited")
+        async def limited(s: str = Depends(dependency, max_concurrency=1)) -> str:
+            cancel()
+            await anyio.sleep(1)
+            return s
+
+    log = both(twin, build, "/limited")
+    assert any(entry[0] in ("thrown in", "sync thrown in") for entry in log if type(entry) is tuple)
+
+
+@needs_max_concurrency
+def test_limited_generators_replacing_the_exception_keep_fastapis_context_chain(
+    twin: Twin,
+) -> None:
+    def build(router: APIRouter) -> None:
+        @router.get("/replaced")
+        async def replaced(
+            outer: Annotated[str, Depends(raises_type_error, max_concurrency=1)],
+            middle: Annotated[str, Depends(sync_raises_lookup_error, max_concurrency=2)],
+            inner: Annotated[str, Depends(swallows, max_concurrency=1)],
+            last: Annotated[str, Depends(raises_value_error)],
+        ) -> str:
+            raise KeyError("endpoint")
+
+    log = both(twin, build, "/replaced")
+    assert ("swallowed", "ValueError") in log
+
+
+@pytest.mark.parametrize("cancelled", [False, True])
+def test_generators_of_a_route_given_the_request_go_on_fastapis_stacks_as_in_fastapi(
+    twin: Twin, cancelled: bool
+) -> None:
+    """A dependency holding the scope finds FastAPI's stacks under FastAPI's keys, and
+    what it pushes onto them is closed among the generators' teardowns in FastAPI's
+    order."""
+
+    def build(router: APIRouter) -> None:
+        @router.get("/stacks")
+        async def stacks(
+            a: Annotated[str, Depends(session)],
+            pushed: Annotated[str, Depends(pushes_onto_the_stacks)],
+            s: Annotated[str, Depends(sync_session)],
+            f: Annotated[str, Depends(function_scoped)],
+        ) -> str:
+            if cancelled:
+                cancel()
+                await anyio.sleep(1)
+            return a + pushed + s + f
+
+    log = both(twin, build, "/stacks")
+    keys = next(entry for entry in log if type(entry) is tuple and entry[0] == "keys")
+    assert keys[1:3] == ("AsyncExitStack", "AsyncExitStack")
+    assert "request-stack callback" in log
+    assert "function-stack callback" in log

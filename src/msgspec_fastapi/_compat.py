@@ -19,12 +19,11 @@ from __future__ import annotations
 import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Coroutine
-from contextlib import AbstractContextManager, AsyncExitStack, asynccontextmanager
+from contextlib import AbstractContextManager, AsyncExitStack
 from functools import cache
 from typing import Annotated, Any, get_args, get_origin
 
 from anyio import CancelScope
-from anyio.lowlevel import checkpoint_if_cancelled
 from fastapi import Header, params
 from fastapi import concurrency as _fastapi_concurrency
 from fastapi import routing as _routing
@@ -490,11 +489,6 @@ KNOWN_DEPENDANT_FIELDS = frozenset(
 REQUEST_STACK_KEY = "fastapi_inner_astack"
 FUNCTION_STACK_KEY = "fastapi_function_astack"
 
-# Typed loosely: 0.165 takes the request (for its per-request cleanup cancel scope, read
-# through `request.scope` only), 0.142.2 does not.
-_solve_generator: Any = _dep_utils._solve_generator
-_SOLVE_GENERATOR_TAKES_REQUEST = "request" in inspect.signature(_solve_generator).parameters
-
 
 def dependant_fields(dependant: Any) -> frozenset[str]:
     """The fields of a Dependant (a slotted dataclass in both versions)."""
@@ -555,87 +549,37 @@ def rebuild_dependant(sub: Any, call: Any) -> Any:
     )
 
 
-class _ScopeOnly:
-    """What FastAPI 0.165's _solve_generator reads of the request: its scope."""
-
-    __slots__ = ("scope",)
-
-    def __init__(self, scope: Scope) -> None:
-        self.scope = scope
-
-
-# 0.165 shields the teardown of async generator dependencies (none before).
-_shielded_exit: Any = getattr(_fastapi_concurrency, "_asynccontextmanager_with_shielded_exit", None)
+# 0.165 shields the teardown of async generator dependencies (none before), under one
+# cancel scope per request kept in the scope by request stack.
+SHIELDS_ASYNC_TEARDOWN = hasattr(_fastapi_concurrency, "_asynccontextmanager_with_shielded_exit")
 _CLEANUP_SCOPES_KEY = "fastapi_async_cleanup_scopes"
-# Whether FastAPI shields async generator teardowns (0.165), for `_teardown`.
-SHIELDS_ASYNC_TEARDOWN = _shielded_exit is not None
+
+# The async generator functions behind FastAPI's generator wrappers, which `_teardown`
+# drives as `asynccontextmanager` would: a sync generator's context manager run in the
+# threadpool (both versions; its exception handling differs between them), and 0.165's
+# `max_concurrency` limit around a dependency's context manager (None before, or where
+# a FastAPI makes them otherwise: its plans then leave such dependencies to FastAPI).
+threadpool_generator: Callable[..., Any] | None = getattr(
+    _fastapi_concurrency.contextmanager_in_threadpool, "__wrapped__", None
+)
+concurrency_limit_generator: Callable[..., Any] | None = getattr(
+    getattr(_fastapi_concurrency, "_contextmanager_with_concurrency_limit", None),
+    "__wrapped__",
+    None,
+)
 
 
-class _ShieldedExit:
-    """FastAPI 0.165's `_asynccontextmanager_with_shielded_exit` around an async generator
-    dependency's context manager, as one exit callback instead of a second context
-    manager: the request's cleanup cancel scope shielded during the teardown, its shield
-    restored to what it was at set-up, then a pending cancellation delivered (only when
-    no exception leaves the teardown), in FastAPI's order."""
-
-    __slots__ = ("cleanup_scope", "cm", "was_shielded")
-
-    def __init__(self, cm: Any, cleanup_scope: CancelScope, was_shielded: bool) -> None:
-        self.cm = cm
-        self.cleanup_scope = cleanup_scope
-        self.was_shielded = was_shielded
-
-    async def __call__(self, typ: Any, exc: Any, tb: Any) -> bool:
-        self.cleanup_scope.shield = True
-        try:
-            suppressed = bool(await self.cm.__aexit__(typ, exc, tb))
-        finally:
-            self.cleanup_scope.shield = self.was_shielded
-        if typ is None or suppressed:
-            await checkpoint_if_cancelled()
-        return suppressed
-
-
-async def _enter_shielded(call: Any, stack: Any, values: dict[str, Any], scope: Scope) -> Any:
-    """`_solve_generator`'s steps for an async generator without a concurrency limit on
-    0.165, with the shielded exit as `_ShieldedExit`."""
-    cm = asynccontextmanager(call)(**values)
+def stack_cleanup_scope(scope: Scope) -> CancelScope:
+    """FastAPI 0.165's cleanup scope of the request, on the request stack in `scope`: made
+    and entered there before the first async generator, as `_solve_generator` does."""
     cleanup_scopes = scope.setdefault(_CLEANUP_SCOPES_KEY, {})
     request_stack = scope[REQUEST_STACK_KEY]
-    cleanup_scope = cleanup_scopes.get(request_stack)
+    cleanup_scope: CancelScope | None = cleanup_scopes.get(request_stack)
     if cleanup_scope is None:
-        # Entered before the first async generator, so that it encloses their scopes.
         cleanup_scope = request_stack.enter_context(CancelScope())
         cleanup_scopes[request_stack] = cleanup_scope
         request_stack.callback(cleanup_scopes.pop, request_stack)
-    was_shielded = cleanup_scope.shield
-    value = await cm.__aenter__()
-    stack.push_async_exit(_ShieldedExit(cm, cleanup_scope, was_shielded))
-    return value
-
-
-async def solve_generator(dependant: Any, stack: Any, values: dict[str, Any], scope: Scope) -> Any:
-    """Enter a generator dependency on `stack` exactly as solve_dependencies does: FastAPI's
-    own context-manager wrappers (threadpool, shielded exit, concurrency limit), the
-    shielded exit of a plain async generator as `_ShieldedExit`."""
-    if (
-        _shielded_exit is not None
-        and getattr(dependant, "concurrency", None) is None
-        and is_async_gen_callable(dependant.call)
-    ):
-        return await _enter_shielded(dependant.call, stack, values, scope)
-    return await fastapi_solve_generator(dependant, stack, values, scope)
-
-
-async def fastapi_solve_generator(
-    dependant: Any, stack: Any, values: dict[str, Any], scope: Scope
-) -> Any:
-    """FastAPI's own `_solve_generator` (for every case, and for tests of ours)."""
-    if _SOLVE_GENERATOR_TAKES_REQUEST:
-        return await _solve_generator(
-            dependant=dependant, stack=stack, sub_values=values, request=_ScopeOnly(scope)
-        )
-    return await _solve_generator(dependant=dependant, stack=stack, sub_values=values)
+    return cleanup_scope
 
 
 def response_not_awaited() -> Exception:

@@ -6,7 +6,8 @@ read and checked first (415, 400 and 413 before any dependency runs), the steps 
 order with FastAPI's per-request cache, errors of every step collected in FastAPI's order
 and one `RequestValidationError` raised when any failed (a step whose subtree failed is
 not called; its siblings are), generators entered with FastAPI's own wrappers on FastAPI's
-two exit stacks (the function stack closed before the response is sent, the request stack
+two exit stacks or, where no code can reach those, in lists that `_teardown` closes as
+they would be closed (the function stack before the response is sent, the request stack
 after it and its background tasks), the endpoint, the response with the status, headers
 and background tasks dependencies gave it, and exceptions handed to the application's
 handlers with the request the dependencies saw.
@@ -32,14 +33,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from ._compat import (
-    FUNCTION_STACK_KEY,
-    REQUEST_STACK_KEY,
-    SHIELDS_ASYNC_TEARDOWN,
-    cache_request_body,
-    run_in_exit_stacks,
-    solve_generator,
-)
+from ._compat import cache_request_body, run_in_exit_stacks
 from ._depplan import DepPlan, Step
 from ._errors import handle_route_exception
 from ._plan import RoutePlan
@@ -47,6 +41,7 @@ from ._shared import (
     DEP_ASYNC,
     DEP_ASYNC_GENERATOR,
     DEP_GENERATOR,
+    DEP_SYNC_GENERATOR,
     MISSING,
     SPECIAL_BACKGROUND,
     SPECIAL_REQUEST,
@@ -55,7 +50,7 @@ from ._shared import (
     ClientDisconnect,
     RequestValidationError,
 )
-from ._teardown import Teardown, run_with_teardowns
+from ._teardown import Teardown, enter_generator, run_with_teardowns
 from ._validation import received_body
 
 # Plans per route for override sets seen lately; older ones are rebuilt when needed.
@@ -97,10 +92,11 @@ class RequestState:
         # although no error names it (a number out of range elsewhere in the body);
         # counted with the errors, so that their parents skip too.
         self.skipped = 0
-        # Teardowns of async generators set up by hand (`_teardown`), on the request's
-        # and on the function's scope, and the cleanup scope FastAPI 0.165 enters first.
-        self.exits: list[Teardown] | None = None
-        self.function_exits: list[Teardown] | None = None
+        # Teardowns of generators set up by `_teardown` without FastAPI's stacks, on the
+        # request's scope (with the cleanup scope FastAPI 0.165 enters before the first
+        # async generator) and on the function's, and that cleanup scope.
+        self.exits: list[Teardown | CancelScope] | None = None
+        self.function_exits: list[Teardown | CancelScope] | None = None
         self.cleanup: CancelScope | None = None
 
     def get_request(self) -> Request:
@@ -189,41 +185,8 @@ def body_errors(body: RequestValidationError, keys: frozenset[str] | None) -> li
     return [error for error in errors if len(error["loc"]) < 2 or error["loc"][1] in keys]
 
 
-async def enter_async_generator(step: Step, kwargs: dict[str, Any], state: RequestState) -> Any:
-    """Set up an async generator dependency as FastAPI's wrappers would (the generator
-    made, on 0.165 the request's cleanup scope entered before the first one, then run to
-    its yield) and keep its teardown for `_teardown.run_with_teardowns`."""
-    gen = step.call(**kwargs)
-    cleanup = None
-    was_shielded = False
-    if SHIELDS_ASYNC_TEARDOWN:
-        cleanup = state.cleanup
-        if cleanup is None:
-            cleanup = state.cleanup = CancelScope()
-            cleanup.__enter__()
-        was_shielded = cleanup.shield
-    try:
-        value = await anext(gen)
-    except StopAsyncIteration:
-        raise RuntimeError("generator didn't yield") from None
-    teardown = Teardown(gen, cleanup, was_shielded)
-    if step.function_stack:
-        if state.function_exits is None:
-            state.function_exits = [teardown]
-        else:
-            state.function_exits.append(teardown)
-    elif state.exits is None:
-        state.exits = [teardown]
-    else:
-        state.exits.append(teardown)
-    return value
-
-
-async def call_step(step: Step, kwargs: dict[str, Any], scope: Scope) -> Any:
+async def call_step(step: Step, kwargs: dict[str, Any]) -> Any:
     kind = step.kind
-    if kind == DEP_GENERATOR:
-        stack = scope[FUNCTION_STACK_KEY if step.function_stack else REQUEST_STACK_KEY]
-        return await solve_generator(step.dependant, stack, kwargs, scope)
     concurrency = step.concurrency
     if concurrency is not None:
         async with concurrency.get_semaphore():
@@ -362,10 +325,10 @@ class DependencyRoute:
                     values[i] = cached
                     continue
             kind = step.kind
-            if kind == DEP_ASYNC_GENERATOR:
-                result = await enter_async_generator(step, kwargs, state)
-            elif step.concurrency is not None or kind == DEP_GENERATOR:
-                result = await call_step(step, kwargs, scope)
+            if kind in (DEP_ASYNC_GENERATOR, DEP_SYNC_GENERATOR):
+                result = await enter_generator(step, kwargs, state, plan.uses_stacks)
+            elif step.concurrency is not None:
+                result = await call_step(step, kwargs)
             elif kind == DEP_ASYNC:
                 result = await step.call(**kwargs)
             else:

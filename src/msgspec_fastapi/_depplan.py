@@ -17,6 +17,7 @@ this module does not know (a newer FastAPI), a dependency FastAPI cannot build.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -31,6 +32,7 @@ from ._shared import (
     DEP_ASYNC,
     DEP_ASYNC_GENERATOR,
     DEP_GENERATOR,
+    DEP_SYNC_GENERATOR,
     DEP_THREAD,
     SPECIAL_BACKGROUND,
     SPECIAL_REQUEST,
@@ -102,9 +104,9 @@ class Step:
     path runtime of the route's twin, or None), then body parts, then special objects.
     """
 
-    call: Callable[..., Any]
-    kind: int  # DEP_ASYNC, DEP_THREAD, DEP_GENERATOR or DEP_ASYNC_GENERATOR
-    dependant: Any  # the Dependant FastAPI's generator wrappers are given
+    call: Callable[..., Any]  # for a sync generator, its `contextmanager`
+    kind: int  # DEP_ASYNC, DEP_THREAD, DEP_ASYNC_GENERATOR or DEP_SYNC_GENERATOR
+    dependant: Any  # its Dependant, the call unwrapped (for `_deperrors`)
     key: int  # cache slot
     use_cache: bool
     first: int  # the first step of its subtree: its subtree is steps[first:i + 1]
@@ -128,12 +130,11 @@ class DepPlan:
     steps: tuple[Step, ...]
     endpoint: Step
     n_keys: int
-    # Whether FastAPI's two exit stacks are made: for a step given the request (code
-    # holding the scope can push onto them), or for a generator FastAPI's wrappers enter
-    # (a sync one, or one with a concurrency limit); else they are left out.
+    # Whether FastAPI's two exit stacks are made, for a step given the request: code
+    # holding the scope can read them and push onto them, so the generators' teardowns
+    # go on them too; else they are left out.
     uses_stacks: bool
-    # Whether, without the stacks, async generator steps (DEP_ASYNC_GENERATOR) leave
-    # teardowns to close (`_teardown`).
+    # Whether, without the stacks, generator steps leave teardowns to close (`_teardown`).
     teardowns: bool
     # Every (callable, what the overrides resolved it to) the build looked up.
     probes: tuple[tuple[Any, Any], ...]
@@ -157,7 +158,7 @@ class _Builder:
         self.keys: dict[Any, int] = {}
         self.probes: list[tuple[Any, Any]] = []
         self.uses_stacks = False
-        self.async_generators = False
+        self.generators = False
         self.models = {plan.name: plan for plan in spec.models}
         body = spec.body
         self.embedded = body is not None and body.embedded
@@ -210,13 +211,16 @@ class _Builder:
         received = self.solve(use_sub)
         call = use_sub.call
         concurrency = getattr(use_sub, "concurrency", None)
-        if _compat.is_async_gen_callable(call) and concurrency is None:
-            # Set up and closed by hand, unless the stacks are made after all (build_plan).
-            kind = DEP_ASYNC_GENERATOR
-            self.async_generators = True
-        elif _compat.is_gen_callable(call) or _compat.is_async_gen_callable(call):
-            kind = DEP_GENERATOR
-            self.uses_stacks = True
+        if _compat.is_async_gen_callable(call) or _compat.is_gen_callable(call):
+            if concurrency is not None and _compat.concurrency_limit_generator is None:
+                raise Refused  # a FastAPI whose limit `_teardown` does not know
+            if _compat.is_async_gen_callable(call):
+                kind = DEP_ASYNC_GENERATOR
+            elif _compat.threadpool_generator is not None:
+                kind = DEP_SYNC_GENERATOR
+            else:
+                raise Refused
+            self.generators = True
         elif _compat.is_coroutine_callable(call):
             kind = DEP_ASYNC
         else:
@@ -224,15 +228,17 @@ class _Builder:
         own_request = True
         body: tuple[tuple[str, str | None], ...] = ()
         models: tuple[tuple[str, str], ...] = ()
-        generator_dependant = use_sub
+        step_dependant = use_sub
         unwrapped = unwrap_stand_in(call)
         if unwrapped is not None:
             # A dependency taking msgspec values: call it, with its values from the plan.
             call, takes = unwrapped
-            generator_dependant = replace(use_sub, call=call)
+            step_dependant = replace(use_sub, call=call)
             if takes is not None:
                 own_request = takes.own_request
                 body, models = takes.body, takes.models
+        if kind == DEP_SYNC_GENERATOR:
+            call = contextmanager(call)  # as FastAPI wraps it, once here
         try:
             key = self.keys.setdefault(_compat.dependency_cache_key(sub), len(self.keys))
         except TypeError as exc:  # an unhashable callable: FastAPI fails on it too
@@ -241,7 +247,7 @@ class _Builder:
             Step(
                 call=call,
                 kind=kind,
-                dependant=generator_dependant,
+                dependant=step_dependant,
                 key=key,
                 use_cache=sub.use_cache,
                 first=first,
@@ -354,19 +360,12 @@ def build_plan(
     except Refused:
         return None, tuple(builder.probes)
     probes = tuple(builder.probes)
-    steps = tuple(builder.steps)
-    if builder.uses_stacks:
-        # With the stacks made, every generator goes on them with FastAPI's wrappers.
-        steps = tuple(
-            replace(step, kind=DEP_GENERATOR) if step.kind == DEP_ASYNC_GENERATOR else step
-            for step in steps
-        )
     plan = DepPlan(
-        steps=steps,
+        steps=tuple(builder.steps),
         endpoint=endpoint,
         n_keys=len(builder.keys),
         uses_stacks=builder.uses_stacks,
-        teardowns=builder.async_generators and not builder.uses_stacks,
+        teardowns=builder.generators and not builder.uses_stacks,
         probes=probes,
     )
     return plan, probes

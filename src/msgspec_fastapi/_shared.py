@@ -194,12 +194,13 @@ PARAM_COOKIE = 3
 PARAM_FORM = 4  # a form model (never a direct-tier parameter)
 
 # How a dependency plan's step is called (`_depplan.Step.kind`): awaited, in the threadpool,
-# entered as a generator on an exit stack with FastAPI's wrappers (for the endpoint:
-# called, making a stream), or an async generator set up and closed by hand (`_teardown`).
+# called without awaiting (the endpoint only: it makes a stream), or set up as an async or
+# a sync generator whose teardown `_teardown` runs.
 DEP_ASYNC = 0
 DEP_THREAD = 1
 DEP_GENERATOR = 2
 DEP_ASYNC_GENERATOR = 3
+DEP_SYNC_GENERATOR = 4
 
 # The special objects a step may receive (`_depplan.Step.specials`).
 SPECIAL_REQUEST = 0  # the request (Request or HTTPConnection)

@@ -1,22 +1,28 @@
-"""Async generator dependencies driven by hand, where FastAPI's exit stacks are unseen.
+"""Generator dependencies set up and torn down by the direct tier, as FastAPI's would be.
 
-FastAPI enters an async generator dependency as `asynccontextmanager(call)(**values)` on
-one of two `AsyncExitStack`s (0.165 wraps it in `_asynccontextmanager_with_shielded_exit`
-under one cancel scope per request), and `request_response` closes the function stack
-before the response and the request stack after it. Where nothing can reach those stacks
-(no step is given the request, so no code holds the scope; every generator is a plain
-async generator without a concurrency limit; `_depplan` decides), the executor sets the
-generators up itself with `anext` and keeps their teardowns in two lists, and this module
-closes them as FastAPI's stacks would:
+FastAPI's `_solve_generator` enters a generator dependency on one of two `AsyncExitStack`s
+as a context manager: an async generator as `asynccontextmanager(call)(**values)` (0.165
+wraps it in `_asynccontextmanager_with_shielded_exit` under one cancel scope per request,
+entered on the request stack before the first one), a sync generator as
+`contextmanager_in_threadpool(contextmanager(call)(**values))` (set-up and teardown in
+worker threads, each FastAPI version with its own exception handling), and on 0.165 a
+dependency with `max_concurrency` inside `_contextmanager_with_concurrency_limit`.
+`request_response` closes the function stack before the response and the request stack
+after it. `_depplan` decides each step's kind at registration; per request
+`enter_generator` builds the same layers without inspecting anything, from FastAPI's own
+wrapper generators where FastAPI has them (the threadpool and the concurrency limit, from
+`_compat`), and keeps each teardown either on FastAPI's stacks (a route where a step is
+given the request, whose code can reach the stacks through the scope) or, where nothing
+can reach them, in two lists of the request's state, closed here as the stacks would:
 
-- `Teardown` is one generator's exit: `_AsyncGeneratorContextManager.__aexit__` (resumed
-  after success, the exception thrown in otherwise, the same errors for a generator that
-  does not stop) and, on 0.165, the shielded exit around it (the request's cleanup scope
-  shielded during the teardown, its shield restored, then a pending cancellation
-  delivered when no exception leaves the teardown).
-- `unwind` is `AsyncExitStack.__aexit__` over such exits (LIFO, an exception one raises
-  passed to the next with its context fixed the same way, suppression), then the cleanup
-  scope's own exit, which FastAPI enters at the bottom of the request stack.
+- `Teardown` is one `asynccontextmanager` over an async generator: its `__aenter__`, and
+  its `__aexit__` (resumed after success, the exception thrown in otherwise, the same
+  errors for a generator that does not stop), on 0.165 with the shielded exit around it
+  (the request's cleanup scope shielded during the teardown, its shield restored, then a
+  pending cancellation delivered when no exception leaves the teardown).
+- `unwind` is `AsyncExitStack.__aexit__` over such exits and the cleanup scope (LIFO, an
+  exception one raises passed to the next with its context fixed the same way,
+  suppression).
 - `run_with_teardowns` is `request_response`'s frame around them.
 
 Plain Python for both twins, as `_compat.run_in_exit_stacks` and for the same reason: an
@@ -34,21 +40,39 @@ from anyio import CancelScope
 from anyio.lowlevel import checkpoint_if_cancelled
 from starlette.responses import Response
 
-from ._compat import response_not_awaited
+from ._compat import (
+    FUNCTION_STACK_KEY,
+    REQUEST_STACK_KEY,
+    SHIELDS_ASYNC_TEARDOWN,
+    concurrency_limit_generator,
+    response_not_awaited,
+    stack_cleanup_scope,
+    threadpool_generator,
+)
+from ._shared import DEP_SYNC_GENERATOR
 
 # 3.12 deprecated athrow's (type, value, traceback) form; contextlib uses the one it has.
 _ATHROW_VALUE_ONLY = sys.version_info >= (3, 12)
 
 
 class Teardown:
-    """The exit of one async generator dependency whose set-up yielded."""
+    """One async generator entered as `asynccontextmanager` enters it, and its exit."""
 
     __slots__ = ("cleanup", "gen", "was_shielded")
 
-    def __init__(self, gen: Any, cleanup: CancelScope | None, was_shielded: bool) -> None:
+    def __init__(self, gen: Any, cleanup: CancelScope | None) -> None:
         self.gen = gen
-        self.cleanup = cleanup  # the request's cleanup scope on 0.165, else None
-        self.was_shielded = was_shielded  # its shield when the generator was set up
+        self.cleanup = cleanup  # the request's cleanup scope (shielded exit), or None
+        self.was_shielded = False  # its shield when the generator was set up
+
+    async def __aenter__(self) -> Any:
+        cleanup = self.cleanup
+        if cleanup is not None:
+            self.was_shielded = cleanup.shield
+        try:
+            return await anext(self.gen)
+        except StopAsyncIteration:
+            raise RuntimeError("generator didn't yield") from None
 
     async def __call__(self, typ: Any, exc: Any, tb: Any) -> bool:
         cleanup = self.cleanup
@@ -62,6 +86,8 @@ class Teardown:
         if typ is None or suppressed:
             await checkpoint_if_cancelled()
         return suppressed
+
+    __aexit__ = __call__  # for `async with` in FastAPI's concurrency limit
 
     async def close(self, typ: Any, exc: Any, tb: Any) -> bool:
         """What `_AsyncGeneratorContextManager.__aexit__` does with the generator."""
@@ -117,24 +143,24 @@ def _fix_context(new: BaseException, old: BaseException | None, frame: Any) -> N
     new.__context__ = old
 
 
-async def unwind(exits: list[Teardown], cleanup: CancelScope | None, exc: Any) -> bool:
-    """Close `exits` last first, then `cleanup` (if any), as `AsyncExitStack.__aexit__`
-    closes its callbacks with `exc` (None: no exception) in flight; whether the exception
-    was suppressed. Call it where the stack's `async with` would exit: inside the
-    `except` block that caught `exc`, so that the handled exception is the same."""
+async def unwind(exits: list[Teardown | CancelScope], exc: Any) -> bool:
+    """Close `exits` (teardowns, and the cleanup scope where FastAPI entered it) last
+    first, as `AsyncExitStack.__aexit__` closes its callbacks with `exc` (None: no
+    exception) in flight; whether the exception was suppressed. Call it where the stack's
+    `async with` would exit: inside the `except` block that caught `exc`, so that the
+    handled exception is the same."""
     received = exc is not None
     frame = sys.exc_info()[1]
     suppressed = pending = False
-    while exits or cleanup is not None:
+    while exits:
         typ = None if exc is None else type(exc)
         tb = None if exc is None else exc.__traceback__
+        entry = exits.pop()
         try:
-            if exits:
-                done = await exits.pop()(typ, exc, tb)
-            else:
-                scope, cleanup = cleanup, None
-                assert scope is not None
-                done = scope.__exit__(typ, exc, tb)
+            if isinstance(entry, Teardown):
+                done = await entry(typ, exc, tb)
+            else:  # the cleanup scope
+                done = entry.__exit__(typ, exc, tb)
             if done:
                 suppressed = True
                 pending = False
@@ -153,15 +179,61 @@ async def unwind(exits: list[Teardown], cleanup: CancelScope | None, exc: Any) -
     return received and suppressed
 
 
+async def enter_generator(step: Any, kwargs: dict[str, Any], state: Any, on_stacks: bool) -> Any:
+    """Set up the generator dependency `step` with `kwargs`, as FastAPI's `_solve_generator`
+    would, and keep its exit: on FastAPI's stack for its scope in the request's scope
+    (`on_stacks`), else in `state.function_exits` or `state.exits`."""
+    if step.kind == DEP_SYNC_GENERATOR:
+        assert threadpool_generator is not None  # else `_depplan` refuses the step
+        teardown = Teardown(threadpool_generator(step.call(**kwargs)), None)
+    else:
+        gen = step.call(**kwargs)
+        cleanup = None
+        if SHIELDS_ASYNC_TEARDOWN:
+            if on_stacks:
+                cleanup = stack_cleanup_scope(state.scope)
+            else:
+                cleanup = state.cleanup
+                if cleanup is None:
+                    # Entered before the first async generator, so that it encloses
+                    # their scopes; closed where FastAPI's request stack closes it.
+                    cleanup = state.cleanup = CancelScope()
+                    cleanup.__enter__()
+                    if state.exits is None:
+                        state.exits = [cleanup]
+                    else:
+                        state.exits.append(cleanup)
+        teardown = Teardown(gen, cleanup)
+    concurrency = step.concurrency
+    if concurrency is not None:
+        assert concurrency_limit_generator is not None  # else `_depplan` refuses the step
+        limited = concurrency_limit_generator(teardown, concurrency.get_semaphore())
+        teardown = Teardown(limited, None)
+    value = await teardown.__aenter__()
+    if on_stacks:
+        stack = state.scope[FUNCTION_STACK_KEY if step.function_stack else REQUEST_STACK_KEY]
+        stack.push_async_exit(teardown)
+    elif step.function_stack:
+        if state.function_exits is None:
+            state.function_exits = [teardown]
+        else:
+            state.function_exits.append(teardown)
+    elif state.exits is None:
+        state.exits = [teardown]
+    else:
+        state.exits.append(teardown)
+    return value
+
+
 async def run_with_teardowns(
     state: Any,
     solve: Callable[..., Awaitable[Response | None]],
     *args: Any,
 ) -> None:
     """`request_response`'s frame with the stacks' teardowns in `state.function_exits`
-    and `state.exits` (and `state.cleanup`), filled while `solve(*args)` runs: the
-    function-scope ones closed before the response is sent, the request-scope ones and
-    the cleanup scope after it and its background tasks."""
+    and `state.exits`, filled while `solve(*args)` runs: the function-scope ones closed
+    before the response is sent, the request-scope ones after it and its background
+    tasks."""
     response: Response | None = None
     response_awaited = False
     try:
@@ -169,12 +241,12 @@ async def run_with_teardowns(
             response = await solve(*args)
         except BaseException as exc:
             exits = state.function_exits
-            if exits is None or not await unwind(exits, None, exc):
+            if exits is None or not await unwind(exits, exc):
                 raise
         else:
             exits = state.function_exits
             if exits is not None:
-                await unwind(exits, None, None)
+                await unwind(exits, None)
         if response is None:
             # A function-scope generator swallowed the exception: FastAPI reads its
             # unbound `response` here.
@@ -185,13 +257,11 @@ async def run_with_teardowns(
         response_awaited = True
     except BaseException as exc:
         exits = state.exits
-        if (exits is None and state.cleanup is None) or not await unwind(
-            exits or [], state.cleanup, exc
-        ):
+        if exits is None or not await unwind(exits, exc):
             raise
     else:
         exits = state.exits
-        if exits is not None or state.cleanup is not None:
-            await unwind(exits or [], state.cleanup, None)
+        if exits is not None:
+            await unwind(exits, None)
     if not response_awaited:
         raise response_not_awaited()
