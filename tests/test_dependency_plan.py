@@ -969,6 +969,6 @@ def test_max_concurrency_limits_a_dependency_across_requests_as_in_fastapi(
             return await asyncio.gather(*(send_request(app, "GET", b"/limited") for _ in range(3)))
 
         replies = asyncio.run(three())
-        results.append(([reply.status for reply in replies], sorted(EVENTS)))
-    assert results[0] == results[1]
-    assert max(count for _, count in results[0][1]) == 2
+        # The most running at once (when each set-up runs is up to the threads).
+        results.append(([reply.status for reply in replies], max(count for _, count in EVENTS)))
+    assert results[0] == results[1] == ([200, 200, 200], 2)

@@ -22,6 +22,8 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Annotated, Any
 
 import anyio
+import fastapi.dependencies.models
+import fastapi.dependencies.utils
 import pytest
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.responses import StreamingResponse
@@ -551,3 +553,42 @@ def test_generators_of_a_route_given_the_request_go_on_fastapis_stacks_as_in_fas
     assert keys[1:3] == ("AsyncExitStack", "AsyncExitStack")
     assert "request-stack callback" in log
     assert "function-stack callback" in log
+
+
+def test_generators_are_set_up_without_inspecting_their_callables_per_request(
+    twin: Twin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each dependency's kind is decided when the route is added: FastAPI's checks of a
+    callable are not called per request, on routes with and without the request."""
+    router = MsgspecRouter(route_class=twin.route_class)
+    limited = [Depends(sync_swallows, max_concurrency=1)] if HAS_MAX_CONCURRENCY else []
+
+    @router.get("/plain", dependencies=limited)
+    async def plain(
+        a: Annotated[str, Depends(session)], s: Annotated[str, Depends(sync_session)]
+    ) -> str:
+        return a + s
+
+    @router.get("/given-the-request", dependencies=limited)
+    async def given_the_request(
+        request: Request,
+        a: Annotated[str, Depends(session)],
+        s: Annotated[str, Depends(sync_session)],
+    ) -> str:
+        return a + s
+
+    app = FastAPI()
+    app.include_router(router)
+
+    def refuse(call: Any) -> bool:
+        raise AssertionError(f"{call!r} inspected per request")
+
+    for path in ("/plain", "/given-the-request"):
+        anyio.run(run, app, path)  # FastAPI 0.165 builds an included route on its first match
+    for module in (fastapi.dependencies.models, fastapi.dependencies.utils):
+        for name in ("_is_gen_callable", "_is_async_gen_callable", "_is_coroutine_callable"):
+            monkeypatch.setattr(module, name, refuse)
+    for path in ("/plain", "/given-the-request"):
+        log = anyio.run(run, app, path)
+        assert ("sent", "http.response.start", 200) in log
+        assert ("sync teardown starts", True) in log
