@@ -5,10 +5,10 @@ as FastAPI's `request_response` and `get_request_handler` would run the route: t
 read and checked first (415, 400 and 413 before any dependency runs), the steps in
 order with FastAPI's per-request cache, errors of every step collected in FastAPI's order
 and one `RequestValidationError` raised when any failed (a step whose subtree failed is
-not called; its siblings are), generators entered with FastAPI's own wrappers on FastAPI's
-two exit stacks or, where no code can reach those, in lists that `_teardown` closes as
-they would be closed (the function stack before the response is sent, the request stack
-after it and its background tasks), the endpoint, the response with the status, headers
+not called; its siblings are), generators set up by `_teardown` with their teardowns on
+FastAPI's two exit stacks where a step is given the request, else in lists closed as those
+stacks would be (the function stack before the response is sent, the request stack after
+it and its background tasks), the endpoint, the response with the status, headers
 and background tasks dependencies gave it, and exceptions handed to the application's
 handlers with the request the dependencies saw.
 
