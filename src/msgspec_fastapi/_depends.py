@@ -376,10 +376,10 @@ class DependencyTree:
         return self._nodes.get(id(_callable_of(depends, parameter)))
 
 
-def take_msgspec_types(dependencies: Sequence[Any]) -> bool:
-    """Whether any of these dependencies takes a msgspec body or model, itself or through
-    its own dependencies."""
-    tree = DependencyTree("dependencies")
+def take_msgspec_types(endpoint_name: str, dependencies: Sequence[Any]) -> bool:
+    """Whether any of these dependencies (added to the route of `endpoint_name`) takes a
+    msgspec body or model, itself or through its own dependencies."""
+    tree = DependencyTree(endpoint_name)
     tree._read_list(dependencies)
     return not tree.empty
 

@@ -234,7 +234,9 @@ class MsgspecRoute(APIRoute):
         key = tuple(map(id, added))
         known = self.msgspec_inclusions.get(key)
         if known is None:
-            analysis = analyse(registration, added) if take_msgspec_types(added) else None
+            name = getattr(registration.endpoint, "__name__", "endpoint")
+            takes = take_msgspec_types(name, added)
+            analysis = analyse(registration, added) if takes else None
             known = self.msgspec_inclusions[key] = (added, analysis)
         return known[1]
 
