@@ -127,10 +127,14 @@ def builds_from_endpoint(frame: Any) -> bool:
 _FROM_API_ROUTE = _routing._EffectiveRouteContext.from_api_route.__func__.__code__  # type: ignore[attr-defined]
 
 
-class _Lent(list):  # type: ignore[type-arg]
+class _Lent(list[Any]):
     """An inclusion's dependencies lent for one route context's build, with its own."""
 
     __slots__ = ("own",)
+
+    def __init__(self, lent: list[Any], own: list[Any]) -> None:
+        super().__init__(lent)
+        self.own = own
 
 
 def inclusion_being_built(frame: Any) -> tuple[Any, Any] | None:
@@ -161,9 +165,7 @@ def inclusion_responses(include_context: Any) -> dict[Any, Any]:
 def lend_dependencies(include_context: Any, dependencies: list[Any]) -> None:
     """Have FastAPI build the route context being built with `dependencies` in place of
     the inclusion's own (as many, in the same order)."""
-    lent = _Lent(dependencies)
-    lent.own = include_context.dependencies
-    include_context.dependencies = lent
+    include_context.dependencies = _Lent(dependencies, include_context.dependencies)
 
 
 def take_back_dependencies(include_context: Any) -> None:

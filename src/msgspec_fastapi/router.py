@@ -247,7 +247,8 @@ class MsgspecRoute(APIRoute):
         found = getattr(context, _INCLUSION_ATTR, None)
         if found is None:
             return None
-        analysis, include_context = found
+        analysis: Analysis = found[0]
+        include_context = found[1]
         _compat.take_back_dependencies(include_context)
         assert analysis.dependencies is not None
         _compat.rebuild_route_context(context, analysis.endpoint, analysis.dependencies)
