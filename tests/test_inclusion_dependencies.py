@@ -243,6 +243,28 @@ def test_error_order_is_fastapis_the_inclusion_dependency_first(twin: Twin, tier
     assert locs(ours) == locs(theirs) == [["body", "user", "name"], ["body", "city", "name"]]
 
 
+def test_embedded_body_is_documented_as_fastapis_body_model(twin: Twin) -> None:
+    ours = added_by(twin, "direct", "app.include_router", add_city_route, [Depends(current_user)])
+    fastapi_router = APIRouter()
+
+    @fastapi_router.post("/cities")
+    async def create(city: CityModel) -> dict[str, Any]:
+        return {"city": city.name}
+
+    theirs = FastAPI()
+    theirs.include_router(fastapi_router, dependencies=[Depends(pydantic_user)])
+
+    def body_model(app: FastAPI) -> tuple[str, list[str], list[str]]:
+        document = app.openapi()
+        body = document["paths"]["/cities"]["post"]["requestBody"]
+        name = body["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+        schema = document["components"]["schemas"][name]
+        return name, list(schema["properties"]), schema["required"]
+
+    assert body_model(ours) == body_model(theirs)
+    assert body_model(ours) == ("Body_create_cities_post", ["city", "user"], ["city", "user"])
+
+
 @pytest.mark.parametrize("place", PLACES)
 def test_query_model_of_an_inclusion_dependency(twin: Twin, tier: str, place: str) -> None:
     dependencies = [Depends(page_filter)]
