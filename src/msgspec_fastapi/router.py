@@ -1,12 +1,14 @@
 """`MsgspecRouter` and its route class: where FastAPI meets the request path.
 
-Adding a route analyses the endpoint once (`_plan.analyze_endpoint`) and registers a
+Adding a route analyses the endpoint once (`_analysis.analyse`) and registers a
 thin wrapper with FastAPI, so that dependencies, security, overrides and background
 tasks stay FastAPI's. Building a route's handler (once per place the route is included)
 turns that analysis into a `RoutePlan` and a request-path runtime, and decides the tier:
-routes with nothing for FastAPI to solve get the runtime as their whole ASGI app. All of
-this is registration: what the delegated tier runs per request (the wrapper, the
-handlers) is in `_delegated`.
+routes with nothing for FastAPI to solve get the runtime as their whole ASGI app. Where
+an inclusion adds dependencies that take msgspec types, the route is analysed again for
+that place (`_analysis`), and FastAPI builds that place on the analysis. All of this is
+registration: what the delegated tier runs per request (the wrapper, the handlers) is in
+`_delegated`.
 """
 
 from __future__ import annotations
