@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import msgspec
 import pydantic
 import pytest
-from fastapi import APIRouter, Depends, FastAPI, Form, Query
+from fastapi import APIRouter, Depends, FastAPI, Form, Header, Query
 from fastapi.routing import iter_route_contexts
 from fastapi.testclient import TestClient
 from support import delegating_dependency, tier_router
@@ -276,6 +276,40 @@ def test_query_model_of_an_inclusion_dependency(twin: Twin, tier: str, place: st
         assert ours == exchange(reference, "GET", "/cities" + query), query
     assert exchange(app, "GET", "/cities?limit=3")[:2] == (200, [3])
     assert exchange(app, "GET", "/cities?limit=0")[1]["detail"][0]["loc"] == ["query", "limit"]
+
+
+class Tokens(msgspec.Struct):
+    x_token: str
+
+
+def token(tokens: Annotated[Tokens, Header()]) -> str:
+    CALLS.append(("token", tokens))
+    return tokens.x_token
+
+
+@pytest.mark.parametrize("place", PLACES)
+def test_header_model_of_an_inclusion_dependency(twin: Twin, tier: str, place: str) -> None:
+    def add_route(router: MsgspecRouter, dependencies: list[Any]) -> None:
+        @router.get("/tokens", dependencies=dependencies)
+        def tokens() -> str:
+            return "ok"
+
+    app = added_by(twin, tier, place, add_route, [Depends(token)])
+    reference = declared_on_route(twin, tier, add_route, [Depends(token)])
+
+    for headers in ({"x-token": "secret"}, {}):
+        ours = exchange(app, "GET", "/tokens", headers=headers)
+        assert ours == exchange(reference, "GET", "/tokens", headers=headers), headers
+    assert exchange(app, "GET", "/tokens", headers={"x-token": "k"}) == (
+        200,
+        "ok",
+        [("token", Tokens("k"))],
+    )
+    assert exchange(app, "GET", "/tokens")[0] == 422
+    assert (
+        app.openapi()["paths"]["/tokens"]["get"]["parameters"]
+        == (reference.openapi()["paths"]["/tokens"]["get"]["parameters"])
+    )
 
 
 def test_query_model_from_the_application_dependencies_reaches_every_included_route(
