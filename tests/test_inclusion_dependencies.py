@@ -265,6 +265,56 @@ def test_embedded_body_is_documented_as_fastapis_body_model(twin: Twin) -> None:
     assert body_model(ours) == ("Body_create_cities_post", ["city", "user"], ["city", "user"])
 
 
+class Item(msgspec.Struct):
+    title: str
+
+
+class ItemModel(pydantic.BaseModel):
+    title: str
+
+
+def pydantic_city(city: CityModel) -> None:
+    """Takes a body part, as checked_city does."""
+
+
+def test_parts_of_endpoint_inclusion_and_route_come_in_fastapis_orders(
+    twin: Twin, tier: str
+) -> None:
+    router = tier_router(twin, tier)
+
+    @router.post("/items", dependencies=[Depends(checked_city)])
+    async def create(item: Item) -> str:
+        return item.title
+
+    ours = serve(twin, "app.include_router", router, [Depends(current_user)])
+    fastapi_router = APIRouter()
+
+    @fastapi_router.post("/items", dependencies=[Depends(pydantic_city)])
+    async def create_model(item: ItemModel) -> str:
+        return item.title
+
+    theirs = FastAPI()
+    theirs.include_router(fastapi_router, dependencies=[Depends(pydantic_user)])
+    bad = {"item": {"title": 1}, "city": {"name": 1}, "user": {"name": 1}}
+
+    def orders(app: FastAPI) -> tuple[list[str], list[Any]]:
+        document = app.openapi()
+        body = document["paths"]["/items"]["post"]["requestBody"]["content"]
+        name = body["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+        errors = exchange(app, "POST", "/items", json=bad)[1]["detail"]
+        return list(document["components"]["schemas"][name]["properties"]), [
+            error["loc"] for error in errors
+        ]
+
+    # Body fields: the endpoint's, the inclusion's, the route's; errors as solved:
+    # the inclusion's dependency, the route's, then the endpoint.
+    assert orders(ours) == orders(theirs)
+    assert orders(ours) == (
+        ["item", "user", "city"],
+        [["body", "user", "name"], ["body", "city", "name"], ["body", "item", "title"]],
+    )
+
+
 @pytest.mark.parametrize("place", PLACES)
 def test_query_model_of_an_inclusion_dependency(twin: Twin, tier: str, place: str) -> None:
     dependencies = [Depends(page_filter)]
