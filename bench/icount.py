@@ -18,6 +18,12 @@ the ratios beside micro.py's, not instead of them.
     python bench/icount.py --stream --requests 20    # the streaming routes, 1,000 items each
     python bench/icount.py --models                  # query, form and dependency models
     python bench/icount.py --deps                    # the dependency routes (micro --deps)
+    python bench/icount.py --deps --server           # the same behind uvicorn (micro --server)
+
+With --deps --server, each variant's --deps app runs behind uvicorn (micro/serve.py, the
+settings of micro.py --deps --server) inside callgrind, and this script sends it the
+requests over a keep-alive connection: the counts include uvicorn's and httptools' work
+per request, which the in-process counts leave out.
 
 Needs valgrind (Debian: `apt-get install valgrind`, whose headers come with it) and a C
 compiler for the five-line helper that issues the client requests.
@@ -28,18 +34,22 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
+import http.client
 import json
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import sysconfig
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from common import ensure_upstream, log, run_record, versions
+from common import BENCH, ensure_upstream, free_port, log, run_record, versions
 from micro import cities, deps, formats, models, routetable, streams
 from micro.driver import STREAM_VARIANTS, TABLE_VARIANTS, VARIANTS, parse_sizes
 
@@ -132,6 +142,8 @@ def run_models_worker(variant: str, case: str, requests: int, library: str) -> N
 
 # The route key of a --deps case: "deps/two-get" (see micro/deps.py).
 DEPS_PREFIX = "deps/"
+# The --deps cases --server counts: those of the app without the override.
+SERVER_ROUTES = ("two-get", "two-post")
 # --deps counts these by default (upstream and bare on request).
 DEPS_DEFAULT_VARIANTS = ("compiled", "pure", "pydantic", "litestar", "floor")
 
@@ -187,6 +199,60 @@ def count(variant: str, route: str, requests: int, library: Path, folder: Path) 
     result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"{variant} {route} failed under valgrind:\n{result.stderr[-3000:]}")
+    return read_total(out_prefix) / requests
+
+
+# --deps --server: requests to a server before counting (after its start-up).
+SERVER_WARMUP = 300
+SERVER_START_TIMEOUT = 300.0
+
+
+def count_server(variant: str, route: str, requests: int, library: Path, folder: Path) -> float:
+    """Instructions per request of `variant`'s --deps app behind uvicorn, under callgrind;
+    every answer checked against the expected one."""
+    case = deps.CASES[route.removeprefix(DEPS_PREFIX)]
+    out_prefix = folder / f"callgrind.server.{variant}.{case.key}"
+    port = free_port()
+    report = folder / f"server.{variant}.{case.key}.json"
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    command = ["setarch", "-R"] if shutil.which("setarch") else []
+    command += ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
+    command += [f"--callgrind-out-file={out_prefix}", sys.executable, "-m", "micro.serve"]
+    command += [variant, "--app", "deps", "--port", str(port), "--report", str(report)]
+    command += ["--icount", f"{library}:{SERVER_WARMUP}:{requests}"]
+    log_path = folder / f"server.{variant}.{case.key}.log"
+    with log_path.open("wb") as output:
+        server = subprocess.Popen(
+            command, cwd=BENCH, env=env, stdout=output, stderr=subprocess.STDOUT
+        )
+    try:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT
+        while True:
+            if server.poll() is not None:
+                raise RuntimeError(f"{variant} server exited:\n{log_path.read_text()[-3000:]}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{variant} server did not listen") from None
+                time.sleep(0.2)
+        headers = {name.decode(): value.decode() for name, value in case.headers}
+        if case.body:
+            headers["Content-Type"] = "application/json"
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        expected = case.expected_body
+        for _ in range(SERVER_WARMUP + requests):
+            connection.request(case.method, case.path, body=case.body or None, headers=headers)
+            response = connection.getresponse()
+            body = response.read()
+            if response.status != 200 or (variant in deps.BYTE_EXACT and body != expected):
+                raise RuntimeError(f"{variant} {route}: {response.status} {body[:300]!r}")
+        connection.close()
+    finally:
+        if server.poll() is None:
+            server.send_signal(signal.SIGINT)
+        server.wait(timeout=120)
     return read_total(out_prefix) / requests
 
 
@@ -285,6 +351,11 @@ def main() -> int:
         help="the dependency routes (micro --deps): by default "
         f"{', '.join(DEPS_DEFAULT_VARIANTS)}; also upstream and bare",
     )
+    parser.add_argument(
+        "--server",
+        action="store_true",
+        help="with --deps: behind uvicorn, two-get and two-post (micro --deps --server)",
+    )
     parser.add_argument("--requests", type=int, default=1000, help="counted requests per run")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--json", type=Path, help="write the counts here")
@@ -303,6 +374,10 @@ def main() -> int:
     if args.deps:
         known_variants = deps.DEPS_VARIANTS
         known_routes = tuple(DEPS_PREFIX + case for case in deps.CASE_KEYS)
+        if args.server:
+            known_routes = tuple(DEPS_PREFIX + case for case in SERVER_ROUTES)
+    elif args.server:
+        parser.error("--server is a part of --deps")
     default_variants = DEPS_DEFAULT_VARIANTS if args.deps else known_variants
     variants = [v for v in (args.variants or ",".join(default_variants)).split(",") if v]
     routes = [r for r in (args.routes or ",".join(known_routes)).split(",") if r]
@@ -326,8 +401,9 @@ def main() -> int:
         jobs = [(v, r) for r in routes for v in variants if not _unanswered(v, r)]
         log(f"{len(jobs)} runs under valgrind, {args.jobs} at a time, up to a minute each")
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            counter = count_server if args.server else count
             futures = {
-                job: pool.submit(count, *job, args.requests, library, folder) for job in jobs
+                job: pool.submit(counter, *job, args.requests, library, folder) for job in jobs
             }
             counts: dict[str, dict[str, float]] = {route: {} for route in routes}
             for (variant, route), future in futures.items():
@@ -342,6 +418,8 @@ def main() -> int:
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         meta: dict[str, Any] = {"requests": args.requests, "python": sys.version.split()[0]}
+        if args.server:
+            meta["server"] = "uvicorn (httptools, asyncio loop), as micro.py --deps --server"
         run = run_record(versions(("fastapi", "starlette", "msgspec", "pydantic", "litestar")))
         document = {"benchmark": "icount", "run": run, "meta": meta, "counts": counts}
         args.json.write_text(json.dumps(document, indent=2) + "\n")

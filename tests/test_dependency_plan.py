@@ -42,6 +42,7 @@ from support import NoFields, app_including, client_for
 from twins import Twin
 
 from msgspec_fastapi import MsgspecRouter, _compat
+from msgspec_fastapi import router as router_module
 
 EVENTS: list[Any] = []
 
@@ -661,6 +662,34 @@ def test_overrides_are_honoured_per_request_set_changed_and_cleared(twin: Twin) 
     for overrides in pair.overrides:
         overrides.clear()
     assert pair.same("GET", "/who")[2] == b'"real"'
+
+
+def test_an_override_sets_plan_is_built_once_and_reused_while_it_resolves_alike(
+    twin: Twin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builds: list[Any] = []
+    real_build = router_module.build_plan
+
+    def counted_build(root: Any, spec: Any, overrides: Any, *args: Any, **kwargs: Any) -> Any:
+        if overrides:
+            builds.append(dict(overrides))
+        return real_build(root, spec, overrides, *args, **kwargs)
+
+    monkeypatch.setattr(router_module, "build_plan", counted_build)
+    router = MsgspecRouter(route_class=twin.route_class)
+    override_routes(router)
+    app = app_including(router)
+    client = TestClient(app)
+
+    app.dependency_overrides[real_user] = fake_user
+    answers = [client.get("/who", params={"name": name}).json() for name in ("a", "b", "c")]
+    assert answers == ["a", "b", "c"]
+    assert len(builds) == 1
+    app.dependency_overrides[real_user] = lambda: "other"
+    assert client.get("/who").json() == "other"
+    app.dependency_overrides[real_user] = fake_user
+    assert client.get("/who").json() == "fake"
+    assert len(builds) == 2  # the first set's plan was kept
 
 
 def test_override_fastapi_must_solve_goes_to_fastapi_for_that_request(

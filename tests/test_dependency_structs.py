@@ -358,20 +358,6 @@ def test_dependency_of_the_router_receives_the_body(twin: Twin) -> None:
     assert router.dependencies[0].dependency is audit
 
 
-def test_msgspec_types_in_include_router_dependencies_are_refused(twin: Twin) -> None:
-    router = router_for(twin)
-
-    @router.post("/cities")
-    async def create(city: City) -> str:
-        return city.name
-
-    parent = MsgspecRouter()
-    with pytest.raises(
-        TypeError, match=r"dependency get_city\(\), parameter 'city'.*include_router"
-    ):
-        parent.include_router(router, dependencies=[Depends(get_city)])
-
-
 def scoped(scopes: SecurityScopes, city: City) -> list[str]:
     return [city.name, *scopes.scopes]
 

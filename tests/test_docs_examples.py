@@ -265,6 +265,24 @@ def check_struct_dependency(module: ModuleType) -> None:
     assert call(module, "POST", "/cities", JSON, invalid).status == 401
 
 
+@example("dependencies/inclusion_dependency.py")
+def check_inclusion_dependency(module: ModuleType) -> None:
+    city = msgspec.json.encode({"name": "Lyon"})
+    assert call(module, "POST", "/open/cities", JSON, city).json() == {"name": "Lyon"}
+    assert call(module, "POST", "/signed/cities", JSON, city).status == 422
+    both = msgspec.json.encode({"city": {"name": "Lyon"}, "signature": {"author": "ada"}})
+    assert call(module, "POST", "/signed/cities", JSON, both).json() == {"name": "Lyon"}
+    paths = openapi(module)["paths"]
+    schemas = [
+        paths[path]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        for path in ("/open/cities", "/signed/cities")
+    ]
+    assert schemas == [
+        "#/components/schemas/City",
+        "#/components/schemas/Body_create_city_signed_cities_post",
+    ]
+
+
 @example("differences/vendor_media_type.py")
 def check_vendor_media_type(module: ModuleType) -> None:
     reply = call(module, "GET", "/cities/1")

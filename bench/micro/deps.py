@@ -233,7 +233,11 @@ def load(variant: str) -> tuple[Builder, dict[str, Any]]:
         _, package = import_router_package(variant)
         from . import deps_fastapi
 
-        info = {"msgspec_fastapi": package, "route_index": deps_fastapi.route_index()}
+        info = {
+            "msgspec_fastapi": package,
+            "route_index": deps_fastapi.route_index(),
+            "executor": deps_fastapi.executor(variant),
+        }
         return deps_fastapi.build_router_app, info
     if variant == "pydantic":
         from . import deps_fastapi

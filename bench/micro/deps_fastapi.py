@@ -123,6 +123,25 @@ def route_index() -> bool:
     return route_index_installer(msgspec_fastapi) is not None
 
 
+def executor(variant: str) -> str | None:
+    """The module that runs dependency plans for `variant` (None for upstream 0.0.4),
+    checked to be compiled for the compiled variant and Python for the pure one: where
+    the extension `_depexec_c` is not built, its name imports the same source as Python,
+    and the compiled variant would run the pure executor without a word."""
+    from common import WrongPackage
+
+    import msgspec_fastapi
+
+    if not hasattr(msgspec_fastapi, "IMPLEMENTATION"):
+        return None
+    from msgspec_fastapi import _impl
+
+    module = _impl.executor_for(_impl.twin)
+    if _impl.executor_compiled(module) != (variant == "compiled"):
+        raise WrongPackage(f"{variant} runs the dependency executor from {module.__file__}")
+    return str(module.__name__)
+
+
 def build_router_app(override: bool) -> FastAPI:
     from common import route_index_installer
 

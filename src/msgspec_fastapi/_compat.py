@@ -115,6 +115,80 @@ def builds_from_endpoint(frame: Any) -> bool:
     return frame.f_code in _ENDPOINT_BUILDERS
 
 
+# -- inclusions that add dependencies taking msgspec types ------------------------------
+# `_EffectiveRouteContext.from_api_route` reads the route's `endpoint` (an argument of its
+# `_populate_api_route_state` call) after making the route context and before reading
+# the inclusion's `dependencies`, which FastAPI cannot build when one takes a Struct.
+# The route lends the inclusion context the stand-ins of those dependencies for that one
+# build (`lend_dependencies`), takes its own back in its `get_route_handler`, which
+# from_api_route calls next (`take_back_dependencies`), and rebuilds there what FastAPI
+# built of the route context from its own endpoint and dependencies
+# (`rebuild_route_context`). Checked against FastAPI 0.142.2 and 0.165.0.
+_FROM_API_ROUTE = _routing._EffectiveRouteContext.from_api_route.__func__.__code__  # type: ignore[attr-defined]
+
+
+class _Lent(list[Any]):
+    """An inclusion's dependencies lent for one route context's build, with its own."""
+
+    __slots__ = ("own",)
+
+    def __init__(self, lent: list[Any], own: list[Any]) -> None:
+        super().__init__(lent)
+        self.own = own
+
+
+def inclusion_being_built(frame: Any) -> tuple[Any, Any] | None:
+    """(route context, inclusion context) when `frame` (a reader of a route's `endpoint`)
+    is FastAPI building the route's context for an inclusion; else None."""
+    if frame.f_code is not _FROM_API_ROUTE:
+        return None
+    found = frame.f_locals
+    include_context = found["include_context"]
+    dependencies = include_context.dependencies
+    if isinstance(dependencies, _Lent):
+        # A build that failed before its route took them back.
+        include_context.dependencies = dependencies.own
+    return found["context"], include_context
+
+
+def inclusion_dependencies(include_context: Any) -> list[Any]:
+    """The dependencies an inclusion adds to its routes: the application's, the including
+    routers' own and those of each `include_router` call, outermost first."""
+    return list(include_context.dependencies)
+
+
+def inclusion_responses(include_context: Any) -> dict[Any, Any]:
+    """The responses an inclusion adds to its routes' (which win over them)."""
+    return dict(include_context.responses)
+
+
+def lend_dependencies(include_context: Any, dependencies: list[Any]) -> None:
+    """Have FastAPI build the route context being built with `dependencies` in place of
+    the inclusion's own (as many, in the same order)."""
+    include_context.dependencies = _Lent(dependencies, include_context.dependencies)
+
+
+def take_back_dependencies(include_context: Any) -> None:
+    """Give the inclusion its own dependencies back after `lend_dependencies`."""
+    dependencies = include_context.dependencies
+    if isinstance(dependencies, _Lent):
+        include_context.dependencies = dependencies.own
+
+
+def rebuild_route_context(context: Any, call: Any, dependencies: list[Any]) -> None:
+    """Build a route context's dependant, body field and body embedding anew from `call`
+    and `dependencies`, as `_populate_api_route_state` builds them."""
+    context.dependencies = list(dependencies)
+    dependant, body_params, embed = _routing._build_dependant_with_parameterless_dependencies(
+        path=context.path_format, call=call, dependencies=context.dependencies
+    )
+    context.dependant = dependant
+    context._embed_body_fields = embed
+    context.body_field = _dependency_utils._get_body_field(
+        body_params=body_params, name=context.unique_id, embed_body_fields=embed
+    )
+
+
 def embed_body_fields(route: Any) -> None:
     """Make FastAPI read its body fields of `route` (an APIRoute or a route context)
     embedded by name, as it does when they are not the only body parameters.

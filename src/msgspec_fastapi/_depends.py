@@ -376,20 +376,28 @@ class DependencyTree:
         return self._nodes.get(id(_callable_of(depends, parameter)))
 
 
-def refuse_inclusion_dependencies(dependencies: Sequence[Any]) -> None:
-    """Refuse msgspec types in the dependencies an inclusion adds to routes (those of an
-    include_router() call, or of the including router): FastAPI adds them to routes whose
-    body and models were settled when they were added."""
-    tree = DependencyTree("include_router()")
+def take_msgspec_types(endpoint_name: str, dependencies: Sequence[Any]) -> bool:
+    """Whether any of these dependencies (added to the route of `endpoint_name`) takes a
+    msgspec body or model, itself or through its own dependencies."""
+    tree = DependencyTree(endpoint_name)
+    tree._read_list(dependencies)
+    return not tree.empty
+
+
+def refuse_copied_route_dependencies(dependencies: Sequence[Any]) -> None:
+    """Refuse msgspec types in dependencies added to a route copied from another
+    MsgspecRouter (its endpoint FastAPI's wrapper of it): its body and models were
+    settled when it was first added."""
+    tree = DependencyTree("add_api_route()")
     tree._read_list(dependencies)
     node = next((n for n in tree._nodes.values() if n is not None and n.children == {}), None)
     if node is None:
         return
     parameter = next(iter([*node.body, *node.models]), "")
     raise TypeError(
-        f"{node.where}, parameter {parameter!r}: msgspec types are not supported in the "
-        "dependencies of an include_router() call or of the including router; declare "
-        "the dependency on the route, or on the router the route is added to"
+        f"{node.where}, parameter {parameter!r}: msgspec types are not supported in "
+        "dependencies added to a route copied from another MsgspecRouter; include that "
+        "router instead (include_router), or declare the dependency on the route"
     )
 
 

@@ -133,21 +133,79 @@ class RequestState:
         return self.send(message)
 
 
+class Op:
+    """A plan's `Step` as the request path reads it: its fields copied once, when the plan
+    is taken up (`Program`), into a class the compiled build lays out as a C struct
+    (`_depexec_c.pxd`), so that each read per request is a field load."""
+
+    __slots__ = (
+        "body",
+        "body_keys",
+        "call",
+        "concurrency",
+        "dependant",
+        "first",
+        "function_stack",
+        "has_models",
+        "key",
+        "kind",
+        "params",
+        "parts",
+        "specials",
+        "steps",
+        "use_cache",
+    )
+
+    def __init__(self, step: Step) -> None:
+        self.call = step.call
+        self.kind = step.kind
+        self.dependant = step.dependant
+        self.key = step.key
+        self.use_cache = step.use_cache
+        self.first = step.first
+        self.function_stack = step.function_stack
+        self.concurrency = step.concurrency
+        self.steps = step.steps
+        self.params = step.params
+        self.has_models = step.has_models
+        self.body = step.body
+        self.body_keys = step.body_keys
+        self.parts = step.parts
+        self.specials = step.specials
+
+
+class Program:
+    """A `DepPlan` as the request path runs it: its steps as `Op`s, made once per plan."""
+
+    __slots__ = ("endpoint", "n_keys", "ops", "teardowns", "uses_stacks")
+
+    def __init__(self, plan: DepPlan) -> None:
+        self.ops = [Op(step) for step in plan.steps]
+        self.endpoint = Op(plan.endpoint)
+        self.n_keys = plan.n_keys
+        self.uses_stacks = plan.uses_stacks
+        self.teardowns = plan.teardowns
+
+
 def arguments(
-    step: Step, values: list[Any], errors: list[Any], state: RequestState
+    step: Op, values: list[Any], errors: list[Any], state: RequestState
 ) -> dict[str, Any]:
-    """A step's arguments in FastAPI's order; its parameters' errors go to `errors`."""
-    kwargs: dict[str, Any] = {}
-    for name, index in step.steps:
-        kwargs[name] = values[index]
+    """A step's arguments; its parameters' errors go to `errors`, in FastAPI's order.
+
+    The dict of its path, query, header and cookie parameters is filled in with the rest
+    (a call's keyword arguments have no order), rather than copied into a new one."""
+    kwargs: dict[str, Any]
     params = step.params
-    if params is not None:
-        found, problems = params.extract_params(state.scope)
+    if params is None:
+        kwargs = {}
+    else:
+        kwargs, problems = params.extract_params(state.scope)
         if step.has_models:
-            params.extract_models(state.scope, found, problems)
+            params.extract_models(state.scope, kwargs, problems)
         if problems:
             errors.extend(problems)
-        kwargs.update(found)
+    for name, index in step.steps:
+        kwargs[name] = values[index]
     if step.body:
         body = state.body
         if type(body) is RequestValidationError:
@@ -189,7 +247,7 @@ def body_errors(body: RequestValidationError, keys: frozenset[str] | None) -> li
     return [error for error in errors if len(error["loc"]) < 2 or error["loc"][1] in keys]
 
 
-async def enter_async_generator(step: Step, kwargs: dict[str, Any], state: RequestState) -> Any:
+async def enter_async_generator(step: Op, kwargs: dict[str, Any], state: RequestState) -> Any:
     """Set up an async generator dependency as FastAPI's wrappers would (the generator
     made, on 0.165 the request's cleanup scope entered before the first one, then run to
     its yield) and keep its teardown for `_teardown.run_with_teardowns`."""
@@ -219,7 +277,7 @@ async def enter_async_generator(step: Step, kwargs: dict[str, Any], state: Reque
     return value
 
 
-async def call_step(step: Step, kwargs: dict[str, Any], scope: Scope) -> Any:
+async def call_step(step: Op, kwargs: dict[str, Any], scope: Scope) -> Any:
     kind = step.kind
     if kind == DEP_GENERATOR:
         stack = scope[FUNCTION_STACK_KEY if step.function_stack else REQUEST_STACK_KEY]
@@ -246,6 +304,7 @@ class DependencyRoute:
         "has_body",
         "plan",
         "plans",
+        "program",
         "provider",
         "runtime",
     )
@@ -261,20 +320,21 @@ class DependencyRoute:
     ) -> None:
         self.runtime = runtime
         self.plan = plan
+        self.program = Program(plan)
         self.build = build  # the plan under an override set
         self.provider = provider  # whose dependency_overrides apply (the app), or None
         self.delegated = delegated  # FastAPI's handler for the route, as an ASGI app
         self.has_body = route_plan.body is not None
         # Where the request path enforces the body limit (FastAPI before 0.164).
         self.checks_length = route_plan.max_body_size >= 0
-        self.plans: list[tuple[tuple[tuple[Any, Any], ...], DepPlan | None]] = []
+        self.plans: list[tuple[tuple[tuple[Any, Any], ...], Program | None]] = []
 
-    def plan_for(self, overrides: Any) -> DepPlan | None:
+    def plan_for(self, overrides: Any) -> Program | None:
         """The plan under these overrides: a recent one whose lookups all resolve as they
         did when it was built (so the build would make the same plan), else a new one."""
         plans = self.plans
         for i in range(len(plans)):
-            probes, plan = plans[i]
+            probes, program = plans[i]
             holds = True
             for call, resolved in probes:
                 try:
@@ -286,27 +346,28 @@ class DependencyRoute:
             if holds:
                 if i:
                     plans.insert(0, plans.pop(i))
-                return plan
+                return program
         try:
             plan, probes = self.build(overrides)
         except Exception:  # whatever FastAPI makes of these overrides, it makes per request
             return None
-        plans.insert(0, (probes, plan))
+        program = None if plan is None else Program(plan)
+        plans.insert(0, (probes, program))
         del plans[PLANS_PER_ROUTE:]
-        return plan
+        return program
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get(TELEMETRY_SCOPE_KEY) is not None:
             return await self.delegated(scope, receive, send)
-        plan: DepPlan | None = self.plan
+        program: Program | None = self.program
         provider = self.provider
         if provider is not None:
             overrides = provider.dependency_overrides
             if overrides:
-                plan = self.plan_for(overrides)
-                if plan is None:
+                program = self.plan_for(overrides)
+                if program is None:
                     return await self.delegated(scope, receive, send)
-        assert plan is not None
+        assert program is not None
         state = RequestState(scope, receive, send)
         runtime = self.runtime
         error: Exception | None = None
@@ -320,12 +381,12 @@ class DependencyRoute:
                 state.body = runtime.parse_body(scope, state.raw)
             elif self.checks_length:
                 runtime.check_declared_length(scope["headers"])
-            if plan.uses_stacks:
-                await self.run_in_stacks(plan, state)
-            elif plan.teardowns:
-                await run_with_teardowns(state, self.solve, plan, state)
+            if program.uses_stacks:
+                await self.run_in_stacks(program, state)
+            elif program.teardowns:
+                await run_with_teardowns(state, self.solve, program, state)
             else:
-                response = await self.solve(plan, state)
+                response = await self.solve(program, state)
                 await response(scope, receive, state.track)
         except Exception as exc:
             error = exc
@@ -335,22 +396,25 @@ class DependencyRoute:
             )
         return None
 
-    async def run_in_stacks(self, plan: DepPlan, state: RequestState) -> None:
+    async def run_in_stacks(self, program: Program, state: RequestState) -> None:
         """The steps and the response inside FastAPI's two exit stacks; the stacks are
         handled in `_compat` (plain Python, see there why)."""
-        await run_in_exit_stacks(state.scope, state.receive, state.track, self.solve, plan, state)
+        await run_in_exit_stacks(
+            state.scope, state.receive, state.track, self.solve, program, state
+        )
 
-    async def solve(self, plan: DepPlan, state: RequestState) -> Response:
+    async def solve(self, program: Program, state: RequestState) -> Response:
         """The steps, then the endpoint: its response, or the RequestValidationError."""
-        steps = plan.steps
-        count = len(steps)
+        ops: list[Op] = program.ops
+        count = len(ops)
         values: list[Any] = [None] * count
-        marks = [0] * count
-        cache: list[Any] = [MISSING] * plan.n_keys
+        marks: list[int] = [0] * count
+        cache: list[Any] = [MISSING] * program.n_keys
         errors: list[Any] = []
         scope = state.scope
+        step: Op
         for i in range(count):
-            step = steps[i]
+            step = ops[i]
             marks[i] = len(errors) + state.skipped
             kwargs = arguments(step, values, errors, state)
             if len(errors) + state.skipped > marks[step.first]:
@@ -373,7 +437,7 @@ class DependencyRoute:
             values[i] = result
             if cache[key] is MISSING:
                 cache[key] = result
-        endpoint = plan.endpoint
+        endpoint: Op = program.endpoint
         kwargs = arguments(endpoint, values, errors, state)
         if errors:
             body = state.body

@@ -1,7 +1,8 @@
 # cython: language_level=3
 # C declarations for `_depexec_c`, the compiled build of `_depexec.py` (linked to it as
-# `_depexec_c.py`): the per-request state and the route's app become C structs, and the
-# argument builder a C function. `_depexec.py` itself stays plain Python.
+# `_depexec_c.py`): the per-request state, the plan's steps as the request path reads
+# them and the route's app become C structs, and the argument builder a C function.
+# `_depexec.py` itself stays plain Python.
 
 cdef class RequestState:
     cdef public object scope
@@ -24,12 +25,39 @@ cdef class RequestState:
     cpdef object get_tasks(self)
 
 
-cpdef dict arguments(object step, list values, list errors, RequestState state)
+cdef class Op:
+    cdef public object call
+    cdef public int kind
+    cdef public object dependant
+    cdef public Py_ssize_t key
+    cdef public bint use_cache
+    cdef public Py_ssize_t first
+    cdef public bint function_stack
+    cdef public object concurrency
+    cdef public tuple steps
+    cdef public object params
+    cdef public bint has_models
+    cdef public tuple body
+    cdef public object body_keys
+    cdef public object parts
+    cdef public tuple specials
+
+
+cdef class Program:
+    cdef public list ops
+    cdef public Op endpoint
+    cdef public Py_ssize_t n_keys
+    cdef public bint uses_stacks
+    cdef public bint teardowns
+
+
+cpdef dict arguments(Op step, list values, list errors, RequestState state)
 
 
 cdef class DependencyRoute:
     cdef public object runtime
     cdef public object plan
+    cdef public Program program
     cdef public object build
     cdef public object provider
     cdef public object delegated

@@ -13,7 +13,7 @@ from fastapi.routing import iter_route_contexts
 
 from . import _compat
 from ._openapi import add_msgspec_schemas, merge_components
-from .router import MsgspecRoute, MsgspecRouter
+from .router import INCLUSION_COMPONENTS_ATTR, MsgspecRoute, MsgspecRouter
 
 
 def _components(routers: tuple[Any, ...]) -> dict[str, Any]:
@@ -63,12 +63,16 @@ def install_openapi(app: FastAPI, *routers: MsgspecRouter) -> None:
             return app.openapi_schema
         app.openapi_schema = None  # so that `original` builds afresh too
         document = original()
-        routes = (
+        routes = [
             route
             for route in iter_route_contexts(app.routes)
             if isinstance(route.original_route, MsgspecRoute)
-        )
-        add_msgspec_schemas(document, routes, _components((app.router, *routers)))
+        ]
+        components = _components((app.router, *routers))
+        for route in routes:
+            # Those of a route analysed again for an inclusion's dependencies.
+            merge_components(components, getattr(route, INCLUSION_COMPONENTS_ATTR, {}))
+        add_msgspec_schemas(document, routes, components)
         app.openapi_schema = document
         built_for[:] = [version]
         return document

@@ -1,12 +1,14 @@
 """`MsgspecRouter` and its route class: where FastAPI meets the request path.
 
-Adding a route analyses the endpoint once (`_plan.analyze_endpoint`) and registers a
+Adding a route analyses the endpoint once (`_analysis.analyse`) and registers a
 thin wrapper with FastAPI, so that dependencies, security, overrides and background
 tasks stay FastAPI's. Building a route's handler (once per place the route is included)
 turns that analysis into a `RoutePlan` and a request-path runtime, and decides the tier:
-routes with nothing for FastAPI to solve get the runtime as their whole ASGI app. All of
-this is registration: what the delegated tier runs per request (the wrapper, the
-handlers) is in `_delegated`.
+routes with nothing for FastAPI to solve get the runtime as their whole ASGI app. Where
+an inclusion adds dependencies that take msgspec types, the route is analysed again for
+that place (`_analysis`), and FastAPI builds that place on the analysis. All of this is
+registration: what the delegated tier runs per request (the wrapper, the handlers) is in
+`_delegated`.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from fastapi.sse import EventSourceResponse
 from starlette.responses import Response
 
 from . import _compat, _impl
+from ._analysis import Analysis, Registration, analyse
 from ._delegated import (
     ARGUMENTS_ATTR,
     SPEC_ATTR,
@@ -35,12 +38,11 @@ from ._delegated import (
     WithBody,
     WithForm,
     WithoutBody,
-    make_wrapper,
 )
-from ._depends import DependencyTree, refuse_inclusion_dependencies
+from ._depends import refuse_copied_route_dependencies, take_msgspec_types
 from ._deperrors import ErrorOrder
 from ._depplan import BodyParts, build_plan
-from ._openapi import merge_components, mixed_request_body, route_openapi
+from ._openapi import merge_components, mixed_request_body
 from ._params import direct_param_specs, prepare_dependant
 from ._plan import (
     BodyPlan,
@@ -48,13 +50,18 @@ from ._plan import (
     EndpointSpec,
     OutputPlan,
     RoutePlan,
-    analyze_endpoint,
     embedded_body_plan,
     literal_path,
 )
 from ._shared import DIRECT_ATTR, MATCHER_ATTR, STREAM_NONE
 from ._telemetry import traced_handler
 from .responses import MsgspecJSONResponse
+
+# On a route context built on an inclusion's analysis: (the analysis, the inclusion's
+# context), from FastAPI's reading of the endpoint to the route's get_route_handler.
+_INCLUSION_ATTR = "msgspec_inclusion"
+# The msgspec schemas the OpenAPI entries of such a context refer to (`install_openapi`).
+INCLUSION_COMPONENTS_ATTR = "msgspec_inclusion_components"
 
 # Who renders a route's responses where it is included (`MsgspecRoute._output_for`).
 _RESPOND_FASTAPI = 0  # FastAPI, from what the endpoint returned
@@ -67,6 +74,8 @@ _DECORATOR_LIMIT: ContextVar[int | None] = ContextVar("msgspec_decorator_limit",
 _ROUTE_LIMIT: ContextVar[int | None] = ContextVar("msgspec_route_limit", default=None)
 # `msgpack=` of a route decorator, on its way to add_api_route.
 _DECORATOR_MSGPACK: ContextVar[bool | None] = ContextVar("msgspec_decorator_msgpack", default=None)
+# What add_api_route analysed the route from, on its way to the route (`MsgspecRoute`).
+_REGISTRATION: ContextVar[Registration | None] = ContextVar("msgspec_registration", default=None)
 
 
 def _check_limit(max_body_size: int | None) -> None:
@@ -169,6 +178,11 @@ class MsgspecRoute(APIRoute):
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         # Only used before FastAPI 0.164, which has no max_body_size of its own.
         self.msgspec_max_body_size = _ROUTE_LIMIT.get()
+        # What MsgspecRouter analysed the route from (None for a route made otherwise),
+        # and the analyses for inclusions whose dependencies take msgspec types (None
+        # for those whose do not), by the inclusion's dependencies (kept, for their ids).
+        self.msgspec_registration = _REGISTRATION.get()
+        self.msgspec_inclusions: dict[tuple[int, ...], tuple[list[Any], Analysis | None]] = {}
         # As registered: each place the route is included may document its body anew.
         self.msgspec_openapi_extra: dict[str, Any] | None = kwargs.get("openapi_extra")
         super().__init__(path, endpoint, **kwargs)
@@ -184,8 +198,9 @@ class MsgspecRoute(APIRoute):
         for the route and again for each inclusion (`_compat.builds_from_endpoint`):
         those reads get the wrapper whose signature FastAPI must see.
         """
-        if _compat.builds_from_endpoint(sys._getframe(1)):
-            return self.msgspec_wrapper
+        frame = sys._getframe(1)
+        if _compat.builds_from_endpoint(frame):
+            return self._endpoint_to_build(frame)
         return self.msgspec_endpoint
 
     @endpoint.setter
@@ -195,17 +210,76 @@ class MsgspecRoute(APIRoute):
         self.msgspec_wrapper = value
         self.msgspec_endpoint = value if spec is None else spec.endpoint
 
+    def _endpoint_to_build(self, frame: Any) -> Callable[..., Any]:
+        """What FastAPI builds the route (or a context of it) on: the route's wrapper, or
+        for an inclusion whose dependencies take msgspec types, the wrapper of the
+        route's analysis with them, the inclusion then lent their stand-ins."""
+        being_built = _compat.inclusion_being_built(frame)
+        if being_built is None:
+            return self.msgspec_wrapper
+        context, include_context = being_built
+        added = _compat.inclusion_dependencies(include_context)
+        analysis = self._inclusion_analysis(added)
+        if analysis is None:
+            return self.msgspec_wrapper
+        assert analysis.dependencies is not None
+        _compat.lend_dependencies(include_context, analysis.dependencies[: len(added)])
+        setattr(context, _INCLUSION_ATTR, (analysis, include_context))
+        return analysis.endpoint
+
+    def _inclusion_analysis(self, added: list[Any]) -> Analysis | None:
+        """The route's analysis with an inclusion's dependencies in front of its own, or
+        None where they take no msgspec types (the route's own analysis holds)."""
+        registration = self.msgspec_registration
+        if registration is None or not added:
+            return None
+        key = tuple(map(id, added))
+        known = self.msgspec_inclusions.get(key)
+        if known is None:
+            name = getattr(registration.endpoint, "__name__", "endpoint")
+            takes = take_msgspec_types(name, added)
+            analysis = analyse(registration, added) if takes else None
+            known = self.msgspec_inclusions[key] = (added, analysis)
+        return known[1]
+
+    def _take_inclusion(self, context: Any) -> Analysis | None:
+        """For a context built on an inclusion's analysis (`_endpoint_to_build`): the
+        inclusion's own dependencies back, and what FastAPI built of the context rebuilt
+        from that analysis, its OpenAPI entries too."""
+        found = getattr(context, _INCLUSION_ATTR, None)
+        if found is None:
+            return None
+        analysis: Analysis = found[0]
+        include_context = found[1]
+        _compat.take_back_dependencies(include_context)
+        assert analysis.dependencies is not None
+        _compat.rebuild_route_context(context, analysis.endpoint, analysis.dependencies)
+        # FastAPI's merge of the inclusion's responses and the route's.
+        context.responses = {
+            **_compat.inclusion_responses(include_context),
+            **(analysis.options.get("responses") or {}),
+        }
+        context.openapi_extra = analysis.options.get("openapi_extra")
+        setattr(context, INCLUSION_COMPONENTS_ATTR, analysis.components)
+        return analysis
+
     def get_route_handler(self) -> Handler:
         context = _compat.building_context()
         target: Any = context if context is not None and context.original_route is self else self
         spec = self.msgspec_spec
+        wrapper = self.msgspec_wrapper
+        openapi_extra = self.msgspec_openapi_extra
         if target is context:
+            analysis = self._take_inclusion(context)
+            if analysis is not None:
+                spec, wrapper = analysis.spec, analysis.endpoint
+                openapi_extra = analysis.options.get("openapi_extra")
             self._bind_inclusion(context)
         prepare_dependant(target.dependant)
         body = spec.body if spec is not None else None
         single = None
         if spec is not None and target.body_field is not None:
-            body, single = self._body_beside_fastapi(spec, target)
+            body, single = self._body_beside_fastapi(spec, target, openapi_extra)
         handler = super().get_route_handler()
         if spec is None:
             return handler
@@ -214,7 +288,7 @@ class MsgspecRoute(APIRoute):
         own_handler = type(self).get_route_handler is not MsgspecRoute.get_route_handler
         # So does an integration (Sentry, say) that wrapped the endpoint FastAPI calls
         # while FastAPI built its handler.
-        wrapped = target.dependant.call is not self.msgspec_wrapper
+        wrapped = target.dependant.call is not wrapper
         output, respond_as = self._output_for(spec.output, target.response_class)
         may_run_direct = (
             spec.form is None and respond_as == _RESPOND_MSGSPEC and not (own_handler or wrapped)
@@ -232,7 +306,7 @@ class MsgspecRoute(APIRoute):
         )
         runtime = self.twin.RouteRuntime(plan)
         handler = self._delegated_handler(
-            spec, plan, runtime, target, handler, single, respond_as, wrapped, own_handler
+            spec, plan, runtime, target, handler, single, respond_as, wrapper, own_handler
         )
         app: Any = None
         if plan.direct is not None:
@@ -260,7 +334,7 @@ class MsgspecRoute(APIRoute):
         setattr(context, MATCHER_ATTR, matcher)
 
     def _body_beside_fastapi(
-        self, spec: EndpointSpec, target: Any
+        self, spec: EndpointSpec, target: Any, openapi_extra: dict[str, Any] | None
     ) -> tuple[BodyPlan | None, str | None]:
         """The body plan where FastAPI has body fields of its own beside the route's, and
         the one body parameter read embedded (None where the body is embedded already)."""
@@ -281,7 +355,7 @@ class MsgspecRoute(APIRoute):
             body = embedded_body_plan(spec)
             key = msgspec.structs.fields(body.decode_type)[0].encode_name
         model, required = _compat.body_model(target)
-        target.openapi_extra = mixed_request_body(self.msgspec_openapi_extra, model, required, key)
+        target.openapi_extra = mixed_request_body(openapi_extra, model, required, key)
         return body, single
 
     def _dependency_route(
@@ -318,7 +392,7 @@ class MsgspecRoute(APIRoute):
         fastapi_handler: Handler,
         single: str | None,
         respond_as: int,
-        wrapped: bool,
+        wrapper: Callable[..., Any],
         own_handler: bool,
     ) -> Handler:
         """The delegated tier's handler (`_delegated`): FastAPI's, behind the request
@@ -332,8 +406,12 @@ class MsgspecRoute(APIRoute):
         # `_telemetry`. Not for a route whose body or response FastAPI handles itself, nor
         # one whose endpoint an integration wrapped (FastAPI's handler calls the wrapper).
         traced = None
-        if respond_as == _RESPOND_MSGSPEC and target.body_field is None and not wrapped:
-            traced = traced_handler(spec, target, getattr(self.msgspec_wrapper, ARGUMENTS_ATTR))
+        if (
+            respond_as == _RESPOND_MSGSPEC
+            and target.body_field is None
+            and target.dependant.call is wrapper
+        ):
+            traced = traced_handler(spec, target, getattr(wrapper, ARGUMENTS_ATTR))
         # Where our bodies or models fail: the 422 in FastAPI's order (`_deperrors`), and
         # an embedded body's valid parts for the dependencies that take them.
         error_order = None
@@ -480,7 +558,6 @@ class MsgspecRouter(APIRouter):
     handle = _impl.twin.router_handle  # type: ignore[assignment]
 
     def include_router(self, router: APIRouter, *args: Any, **kwargs: Any) -> None:
-        refuse_inclusion_dependencies([*self.dependencies, *(kwargs.get("dependencies") or ())])
         if isinstance(router, MsgspecRouter):
             merge_components(self.msgspec_components, router.msgspec_components)
         super().include_router(router, *args, **kwargs)
@@ -529,7 +606,7 @@ class MsgspecRouter(APIRouter):
         if getattr(endpoint, SPEC_ATTR, None) is not None:
             # Already analysed: a route copied from another MsgspecRouter, whose own
             # dependencies already stand in for what takes msgspec types.
-            refuse_inclusion_dependencies(dependencies)
+            refuse_copied_route_dependencies(dependencies)
             super().add_api_route(path, endpoint, **kwargs)
             return
         registered = kwargs.get("response_class")
@@ -543,51 +620,47 @@ class MsgspecRouter(APIRouter):
         # What responses are labelled and documented with: the class the route responds with.
         media_type = getattr(response_class, "media_type", None) or "application/json"
         content_type = _content_type(response_class)
-        tree = DependencyTree.read(endpoint, dependencies)
-        spec, exposed = analyze_endpoint(
-            endpoint,
-            kwargs,
-            untyped_allowed,
-            msgpack,
-            sse,
-            content_type if untyped_allowed else "application/json",
-            tree.body,
-            tree.models,
-        )
-        router_dependencies = self.dependencies
-        if spec is not None and not tree.empty:
-            embedded = spec.body is not None and spec.body.embedded
-            dependencies, parameters = tree.stand_ins(
-                embedded, dependencies, list(exposed.parameters.values())
-            )
-            exposed = exposed.replace(parameters=parameters)
-            # The router's own dependencies may need stand-ins too: the route gets them
-            # all, and FastAPI must not add the router's again.
-            kwargs["dependencies"] = dependencies
-            router_dependencies = []
         if self.responses:
             # FastAPI adds the router's responses to the route's; ours must see them to
             # take their msgspec models out, and the route's entries still win.
             kwargs["responses"] = {**self.responses, **(kwargs.get("responses") or {})}
-        components = route_openapi(spec, kwargs, limit, media_type)
+        registration = Registration(
+            endpoint,
+            dict(kwargs),
+            untyped_allowed,
+            msgpack,
+            sse,
+            content_type if untyped_allowed else "application/json",
+            media_type,
+            limit,
+            tuple(dependencies),
+        )
+        analysis = analyse(registration)
+        spec = analysis.spec
+        kwargs = analysis.options
+        router_dependencies = self.dependencies
+        if analysis.dependencies is not None:
+            # The router's own dependencies may need stand-ins too: the route gets them
+            # all, and FastAPI must not add the router's again.
+            kwargs["dependencies"] = analysis.dependencies
+            router_dependencies = []
         if spec is not None and spec.output is not None:
             kwargs["response_model"] = None
             if spec.output.stream != STREAM_NONE:
                 # Documented by route_openapi; a class without a media type adds nothing.
                 kwargs["response_class"] = Response
         merged = dict(self.msgspec_components)
-        merge_components(merged, components)
+        merge_components(merged, analysis.components)
         count = len(self.routes)
         own_dependencies, self.dependencies = self.dependencies, router_dependencies
+        token = _REGISTRATION.set(registration)
         try:
-            if spec is None:
-                super().add_api_route(path, endpoint, **kwargs)
-            else:
-                super().add_api_route(path, make_wrapper(spec, exposed), **kwargs)
+            super().add_api_route(path, analysis.endpoint, **kwargs)
         except Exception:
             del self.routes[count:]
             raise
         finally:
+            _REGISTRATION.reset(token)
             self.dependencies = own_dependencies
         self.msgspec_components = merged
 
