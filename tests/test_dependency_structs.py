@@ -850,14 +850,12 @@ def test_an_override_leaves_the_part_it_does_not_take_unvalidated(twin: Twin, ti
 
 
 def test_a_dependency_that_takes_a_struct_may_override_itself_on_both_tiers(
-    twin: Twin, tier: str, request: pytest.FixtureRequest
+    twin: Twin, tier: str
 ) -> None:
     """docs/dependencies.md: "a dependency may override itself" (FastAPI answers 200)."""
-    if tier == "delegated":
-        # Found by the dependency differential with every route forced to the delegated
-        # tier: FastAPI rebuilds the overridden dependency from the function itself, whose
-        # Struct parameter it cannot read (FastAPIError, a 500).
-        request.applymarker(pytest.mark.xfail(strict=True, reason="delegated tier: a 500"))
+    # Found by the dependency differential with every route forced to the delegated tier:
+    # FastAPI rebuilt the overridden dependency from the function itself, whose Struct
+    # parameter it cannot read (FastAPIError, a 500).
     router = tier_router(twin, tier)
 
     @router.post("/cities")
