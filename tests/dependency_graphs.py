@@ -702,8 +702,9 @@ class Divergence(AssertionError):
     pass
 
 
-def features(outcome: Outcome, call: Call) -> set[str]:
-    """What an answer of the oracle exercised, for the check that the run was not vacuous."""
+def features(outcome: Outcome, call: Call, graph: Graph | None = None) -> set[str]:
+    """What an answer of the oracle exercised, for the check that the run was not vacuous;
+    given the graph, also what the callables were told to do and did (`control_features`)."""
     found = {f"status {m[2]}" for m in outcome.log if m[0] == "sent" and m[2] is not None}
     if outcome.escaped is not None:
         found.add(f"escaped {outcome.escaped[0]}")
@@ -721,10 +722,47 @@ def features(outcome: Outcome, call: Call) -> set[str]:
             found.add("ran in a thread")
         elif entry[0] in ("background", "handler", "note"):
             found.add(entry[0])
+    if graph is not None:
+        found |= control_features(outcome, call, graph)
     if call.overrides:
         found.add("overrides set")
     elif call.overrides == ():
         found.add("overrides cleared")
+    return found
+
+
+def control_features(outcome: Outcome, call: Call, graph: Graph) -> set[str]:
+    """The control actions that took effect in an answer: each raise at the step that was
+    told to raise (set-up, teardown, endpoint, background task), and what each generator
+    did with the exception it saw (re-raised, replaced, swallowed), the endpoint's too."""
+    control = dict(call.control)
+    found = set()
+    endpoint_raised = False
+    for entry in outcome.log:
+        name = entry[1] if len(entry) > 1 else None
+        action = control.get(name) if isinstance(name, str) else None
+        if entry[0] == "enter" and action in SETUP_ACTIONS:
+            if name == "endpoint":
+                endpoint_raised = True
+                where = "the endpoint"
+            else:
+                generator = graph.node(name).kind in GENERATORS
+                where = "a generator's set-up" if generator else "a dependency"
+            found.add(f"{action} in {where}")
+            if where == "a generator's set-up":
+                found.add("a generator raised in its set-up")
+        elif entry[0] == "leave" and action in TEARDOWN_ACTIONS:
+            found.add(f"{action.removesuffix('_teardown')} in a generator's teardown")
+            found.add("a generator raised in its teardown")
+        elif entry[0] == "saw":
+            done = {"replace": "replaced", "replace_http": "replaced", "swallow": "swallowed"}
+            what = f"generator {done.get(action or '', 're-raised')}"
+            found.add(what + (" after the endpoint raised" if endpoint_raised else ""))
+            found.add(what)
+            if action == "replace_http":
+                found.add("http replacing an exception")
+        elif entry[0] == "background" and control.get(f"bg:{name}") in BACKGROUND_ACTIONS:
+            found.add(f"{control[f'bg:{name}']} in a background task")
     return found
 
 
@@ -792,7 +830,7 @@ def run_case(
         expected = [await exchange(oracle, case.graph, call) for call in case.calls]
         if seen is not None:
             for answer, call in zip(expected, case.calls, strict=True):
-                seen.update(features(answer, call))
+                seen.update(features(answer, call, case.graph))
         compared = 0
         for twin in twins:
             graph = mutate(case.graph) if mutate is not None else case.graph
@@ -1042,6 +1080,10 @@ def _declared(graph: Graph) -> dict[tuple[str, str], set[str]]:
     return declared
 
 
+def _takes_tasks(node: Node) -> bool:
+    return any(isinstance(a, SpecialArg) and a.what == "tasks" for a in node.args)
+
+
 def _actions_for(graph: Graph) -> list[tuple[str, str]]:
     actions: list[tuple[str, str]] = [("endpoint", a) for a in ENDPOINT_ACTIONS]
     for node in (*graph.nodes, *graph.overrides):
@@ -1049,7 +1091,7 @@ def _actions_for(graph: Graph) -> list[tuple[str, str]]:
         if node.kind in GENERATORS:
             actions += [(node.name, a) for a in TEARDOWN_ACTIONS + CATCH_ACTIONS]
     for node in (*graph.nodes, *graph.overrides, graph.endpoint):
-        if any(isinstance(a, SpecialArg) and a.what == "tasks" for a in node.args):
+        if _takes_tasks(node):
             actions += [(f"bg:{node.name}", a) for a in BACKGROUND_ACTIONS]
     return actions
 
@@ -1084,6 +1126,12 @@ def make_call(r: Random, graph: Graph) -> Call:
         control[r.choice(generators)] = r.choice(CATCH_ACTIONS + TEARDOWN_ACTIONS)
         if _chance(r, 2):
             control["endpoint"] = r.choice(SETUP_ACTIONS)
+    if generators and _chance(r, 6):
+        # A generator that fails in its set-up: those above it see the exception.
+        control.setdefault(r.choice(generators), r.choice(SETUP_ACTIONS))
+    takers = [n.name for n in (*graph.nodes, *graph.overrides, graph.endpoint) if _takes_tasks(n)]
+    if takers and _chance(r, 3):
+        control.setdefault(f"bg:{r.choice(takers)}", r.choice(BACKGROUND_ACTIONS))
     for _ in range(r.choice((0, 0, 1, 1, 2))):
         name, action = r.choice(actions)
         control.setdefault(name, action)

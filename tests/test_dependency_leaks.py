@@ -6,8 +6,10 @@ down before it), the current user from a header, a Struct body through a depende
 background tasks; requests succeed, fail with an HTTPException in a dependency, in a
 generator's set-up and in the endpoint (which the transaction generator replaces), fail
 validation (422 for a path parameter and for the body, 400 for malformed JSON), raise a
-handled exception in a teardown, and leave mid-body (the client disconnects). They go as
-raw ASGI calls on one event loop, to each twin in turn, measured as tests/test_leaks.py
+handled exception in a teardown, leave mid-body (the client disconnects before any
+dependency runs), and leave mid-stream (the client disconnects while a streamed response,
+made from the session, is being sent: the session and the stream are open then). They go
+as raw ASGI calls on one event loop, to each twin in turn, measured as tests/test_leaks.py
 measures.
 
 After a warm-up: every generator set up was torn down (counted), no generator object of
@@ -32,7 +34,7 @@ from typing import Annotated, Any
 import msgspec
 import pytest
 from fastapi import BackgroundTasks, Depends, FastAPI, Header, HTTPException, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from leak_limits import (
     BLOCKS_GROWTH_LIMIT,
     REQUESTS,
@@ -41,7 +43,7 @@ from leak_limits import (
     TRACED_GROWTH_LIMIT,
     WARM_UP,
 )
-from raw_asgi import JSON, send_request
+from raw_asgi import DISCONNECT, JSON, Reply, scope_for, send_request
 from twins import TWIN_NAMES, Twin, get_twin
 
 pytestmark = [
@@ -125,10 +127,29 @@ def create(
     return Item(item.name, item.qty + len(rows))
 
 
+async def lines(rows: list[int]) -> AsyncIterator[bytes]:
+    OPENED["stream"] += 1
+    try:
+        for row in rows:
+            await asyncio.sleep(0)
+            yield b"%d\n" % row
+    finally:
+        CLOSED["stream"] += 1
+
+
+async def export(
+    db: Annotated[dict[str, Any], Depends(session)],
+    rows: Annotated[list[int], Depends(transaction, scope="function")],
+    user: Annotated[str, Depends(current_user)],
+) -> StreamingResponse:
+    return StreamingResponse(lines(db["rows"]), media_type="text/plain")
+
+
 def build_app(twin: Twin) -> FastAPI:
     router = twin.router_class(dependencies=[Depends(audit)])
     router.add_api_route("/items/{n}", read, methods=["GET"])
     router.add_api_route("/items", create, methods=["POST"], status_code=201)
+    router.add_api_route("/export", export, methods=["GET"])
     app = FastAPI()
     app.include_router(router)
 
@@ -141,7 +162,10 @@ def build_app(twin: Twin) -> FastAPI:
 
 AUTH = [(b"authorization", b"Bearer u")]
 VALID = b'{"name": "n", "qty": 2}'
-# (method, target, headers, chunks, complete) -> the status the client sees (None: none)
+# (method, target, headers, chunks, complete) -> the status the client sees (None: none);
+# complete=MID_STREAM: the body is sent whole, and the client leaves after the first chunk
+# of the response.
+MID_STREAM = "mid-stream"
 KINDS: list[tuple[tuple[Any, ...], int | None]] = [
     (("GET", "/items/1", AUTH, [b""], True), 200),
     (("GET", "/items/1", [], [b""], True), 401),
@@ -155,7 +179,35 @@ KINDS: list[tuple[tuple[Any, ...], int | None]] = [
     (("POST", "/items", [*AUTH, *JSON], [b'{"name": '], True), 400),
     (("POST", "/items", [*JSON], [VALID], True), 401),
     (("POST", "/items", [*AUTH, *JSON], [VALID[:9]], False), None),  # the client leaves
+    (("GET", "/export", AUTH, [b""], True), 200),
+    (("GET", "/export", AUTH, [b""], MID_STREAM), 200),
 ]
+
+
+async def leave_mid_stream(app: Any, method: str, target: bytes, headers: Any) -> Reply:
+    """One request whose client disconnects once the first chunk of the body was sent
+    (`receive` waits until then, as a server's does while the client is there)."""
+    sent: list[dict[str, Any]] = []
+    first_chunk = asyncio.Event()
+    pending = [{"type": "http.request", "body": b"", "more_body": False}]
+    received = 0
+
+    async def receive() -> dict[str, Any]:
+        nonlocal received
+        received += 1
+        if pending:
+            return pending.pop(0)
+        await first_chunk.wait()
+        return dict(DISCONNECT)
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body" and message.get("body"):
+            first_chunk.set()
+
+    await asyncio.wait_for(app(scope_for(method, target, headers), receive, send), 30)
+    assert not Reply(tuple(sent), received).finished  # it left before the end
+    return Reply(tuple(sent), received)
 
 
 async def send_all(app: Any, count: int, start: int = 0) -> Counter[tuple[str, int | None]]:
@@ -163,7 +215,10 @@ async def send_all(app: Any, count: int, start: int = 0) -> Counter[tuple[str, i
     seen: Counter[tuple[str, int | None]] = Counter()
     for i in range(start, start + count):
         (method, target, headers, chunks, complete), _ = KINDS[i % len(KINDS)]
-        reply = await send_request(app, method, target.encode(), headers, chunks, complete)
+        if complete == MID_STREAM:
+            reply = await leave_mid_stream(app, method, target.encode(), headers)
+        else:
+            reply = await send_request(app, method, target.encode(), headers, chunks, complete)
         seen[(f"{method} {target}", reply.status)] += 1
     return seen
 
@@ -180,7 +235,7 @@ def resident_bytes() -> int:
 
 def live_generators() -> list[Any]:
     """Generator objects of the dependencies above that are still alive."""
-    codes = {session.__code__, transaction.__code__}
+    codes = {session.__code__, transaction.__code__, lines.__code__}
     return [
         o
         for o in gc.get_objects()
@@ -242,8 +297,9 @@ def test_every_request_got_its_expected_answer(measured: dict[str, Any]) -> None
 
 def test_every_generator_set_up_was_torn_down(measured: dict[str, Any]) -> None:
     assert measured["opened"] == measured["closed"]
-    # Both generators ran in most requests: the counts are not vacuous.
+    # Both generators ran in most requests, and a stream in some: the counts are not vacuous.
     assert min(measured["opened"]["session"], measured["opened"]["transaction"]) > REQUESTS // 2
+    assert measured["opened"]["stream"] > REQUESTS // len(KINDS)
 
 
 def test_no_generator_of_a_dependency_is_left_alive(measured: dict[str, Any]) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Annotated, Any
 
@@ -406,3 +406,46 @@ def unwrap_stand_in(call: Any) -> tuple[Any, Takes | None] | None:
     if isinstance(call, _StandInBase):
         return call.__wrapped__, call.takes
     return None
+
+
+class _SelfOverridesKept(Mapping[Any, Any]):
+    """The application's overrides as FastAPI's own solving reads them: a dependency that
+    overrides itself keeps its stand-in, whose signature FastAPI can read, where the
+    dependency's own (a msgspec parameter) would be refused."""
+
+    __slots__ = ("_overrides",)
+
+    def __init__(self, overrides: Mapping[Any, Any]) -> None:
+        self._overrides = overrides
+
+    def __getitem__(self, key: Any) -> Any:
+        value = self._overrides[key]
+        return key if isinstance(key, _StandInBase) and key == value else value
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._overrides)
+
+    def __len__(self) -> int:
+        return len(self._overrides)
+
+
+class StandInOverridesProvider:
+    """The overrides provider given to FastAPI's handler of a route with stand-ins: it
+    reads the application's `dependency_overrides` on every request, as FastAPI does."""
+
+    __slots__ = ("_provider",)
+
+    def __init__(self, provider: Any) -> None:
+        self._provider = provider
+
+    @property
+    def dependency_overrides(self) -> Mapping[Any, Any]:
+        overrides: Mapping[Any, Any] = getattr(self._provider, "dependency_overrides", {})
+        return _SelfOverridesKept(overrides) if overrides else overrides
+
+
+def has_stand_ins(dependant: Any) -> bool:
+    """Whether FastAPI's dependant of a route calls a stand-in at any depth."""
+    return any(
+        isinstance(sub.call, _StandInBase) or has_stand_ins(sub) for sub in dependant.dependencies
+    )

@@ -39,7 +39,12 @@ from ._delegated import (
     WithForm,
     WithoutBody,
 )
-from ._depends import refuse_copied_route_dependencies, take_msgspec_types
+from ._depends import (
+    StandInOverridesProvider,
+    has_stand_ins,
+    refuse_copied_route_dependencies,
+    take_msgspec_types,
+)
 from ._deperrors import ErrorOrder
 from ._depplan import BodyParts, build_plan
 from ._openapi import merge_components, mixed_request_body
@@ -280,7 +285,15 @@ class MsgspecRoute(APIRoute):
         single = None
         if spec is not None and target.body_field is not None:
             body, single = self._body_beside_fastapi(spec, target, openapi_extra)
-        handler = super().get_route_handler()
+        provider = getattr(target, "dependency_overrides_provider", None)
+        if provider is not None and has_stand_ins(target.dependant):
+            # FastAPI's solving (the delegated tier) must not rebuild a dependency that
+            # overrides itself from its own signature: it keeps the stand-in.
+            target.dependency_overrides_provider = StandInOverridesProvider(provider)
+        try:
+            handler = super().get_route_handler()
+        finally:
+            target.dependency_overrides_provider = provider
         if spec is None:
             return handler
         # A route class with a handler of its own sees every request (no direct tier),
