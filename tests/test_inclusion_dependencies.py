@@ -224,16 +224,22 @@ def test_route_dependency_body_becomes_a_part_when_the_inclusion_adds_another(
     )
 
 
-def test_error_order_is_fastapis_the_inclusion_dependency_first(twin: Twin, tier: str) -> None:
-    ours = added_by(twin, tier, "app.include_router", add_city_route, [Depends(current_user)])
+def pydantic_city_route_with_user() -> FastAPI:
+    """FastAPI's own: the city route included with the Pydantic user dependency."""
     fastapi_router = APIRouter()
 
     @fastapi_router.post("/cities")
     async def create(city: CityModel) -> dict[str, Any]:
         return {"city": city.name}
 
-    theirs = FastAPI()
-    theirs.include_router(fastapi_router, dependencies=[Depends(pydantic_user)])
+    app = FastAPI()
+    app.include_router(fastapi_router, dependencies=[Depends(pydantic_user)])
+    return app
+
+
+def test_error_order_is_fastapis_the_inclusion_dependency_first(twin: Twin, tier: str) -> None:
+    ours = added_by(twin, tier, "app.include_router", add_city_route, [Depends(current_user)])
+    theirs = pydantic_city_route_with_user()
     payload = {"city": {"name": 1}, "user": {"name": 2}}
 
     def locs(app: FastAPI) -> list[Any]:
@@ -245,14 +251,7 @@ def test_error_order_is_fastapis_the_inclusion_dependency_first(twin: Twin, tier
 
 def test_embedded_body_is_documented_as_fastapis_body_model(twin: Twin) -> None:
     ours = added_by(twin, "direct", "app.include_router", add_city_route, [Depends(current_user)])
-    fastapi_router = APIRouter()
-
-    @fastapi_router.post("/cities")
-    async def create(city: CityModel) -> dict[str, Any]:
-        return {"city": city.name}
-
-    theirs = FastAPI()
-    theirs.include_router(fastapi_router, dependencies=[Depends(pydantic_user)])
+    theirs = pydantic_city_route_with_user()
 
     def body_model(app: FastAPI) -> tuple[str, list[str], list[str]]:
         document = app.openapi()
