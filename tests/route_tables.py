@@ -45,8 +45,8 @@ from starlette.routing import BaseRoute, Host, Match, Mount, Route, Router, WebS
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from msgspec_fastapi import MsgspecRoute, MsgspecRouter, _compat, _impl, install_dispatch
-from msgspec_fastapi._dispatch_install import install_dispatch_with
+from msgspec_fastapi import MsgspecRoute, MsgspecRouter, _compat, _select, install_dispatch
+from msgspec_fastapi._routing.install import install_dispatch_with
 from msgspec_fastapi.router import route_class_for, router_class_for
 
 
@@ -424,7 +424,7 @@ def router_classes(twin: ModuleType, dispatch: bool) -> tuple[type[MsgspecRouter
     The oracle's routers and routes match as FastAPI's APIRouter and APIRoute do (the
     index inside MsgspecRouter is on whether or not install_dispatch runs); their routes
     still run on the twin. The dispatch build uses the package's classes as they are
-    for the twin `_impl` picked, and subclasses bound to the other twin.
+    for the twin `_select` picked, and subclasses bound to the other twin.
     """
     if not dispatch:
 
@@ -436,14 +436,14 @@ def router_classes(twin: ModuleType, dispatch: bool) -> tuple[type[MsgspecRouter
             handle = APIRouter.handle  # type: ignore[assignment]
 
         return OracleRouter, OracleRoute
-    if twin is _impl.twin:
+    if twin is _select.twin:
         return MsgspecRouter, MsgspecRoute
     return router_class_for(twin), route_class_for(twin)
 
 
 def install(app: FastAPI, twin: ModuleType) -> None:
-    """install_dispatch itself for the twin `_impl` picked; for the other twin, with it."""
-    if twin is _impl.twin:
+    """install_dispatch itself for the twin `_select` picked; for the other twin, with it."""
+    if twin is _select.twin:
         install_dispatch(app)
     else:
         install_dispatch_with(app, twin)

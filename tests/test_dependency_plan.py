@@ -774,7 +774,7 @@ def test_stream_runs_between_function_and_request_scope_teardown(twin: Twin) -> 
 def test_request_with_a_telemetry_record_goes_to_the_delegated_handling(
     twin: Twin, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The delegated handling reports an observed request as FastAPI does (`_telemetry`),
+    """The delegated handling reports an observed request as FastAPI does (`telemetry`),
     solving its dependencies with FastAPI's solve_dependencies."""
     solved: list[Any] = []
     original = _compat.solve_dependencies

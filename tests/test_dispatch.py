@@ -33,7 +33,7 @@ from starlette.websockets import WebSocket
 from twins import Twin
 
 from msgspec_fastapi import MsgspecRouter
-from msgspec_fastapi._dispatch_install import install_dispatch_with
+from msgspec_fastapi._routing.install import install_dispatch_with
 from msgspec_fastapi.router import router_class_for
 
 

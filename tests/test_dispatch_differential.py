@@ -49,7 +49,7 @@ from route_tables import (
 )
 
 from msgspec_fastapi._compat import HAS_NATIVE_BODY_LIMIT
-from msgspec_fastapi._impl import load_twin
+from msgspec_fastapi._select import load_twin
 
 Spoil = Callable[[FastAPI], Any]
 

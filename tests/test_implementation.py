@@ -13,7 +13,7 @@ from raw_asgi import request
 from twins import Twin
 
 import msgspec_fastapi
-from msgspec_fastapi import MsgspecRoute, MsgspecRouter, _impl
+from msgspec_fastapi import MsgspecRoute, MsgspecRouter, _select
 
 # Also run with MSGSPEC_FASTAPI_PURE=1: the package's default import path in pure mode.
 pytestmark = pytest.mark.pure_smoke
@@ -35,9 +35,11 @@ def implementation_in_subprocess(**environment: str) -> str:
 
 
 def test_implementation_names_the_module_routes_run_on() -> None:
-    assert _impl.twin.__name__ == _impl.TWIN_MODULES[msgspec_fastapi.IMPLEMENTATION]
-    assert _impl.twin.IMPLEMENTATION == msgspec_fastapi.IMPLEMENTATION
-    assert MsgspecRoute.twin is _impl.twin
+    assert _select.twin.__name__ == _select.module_name(
+        _select.TWIN, msgspec_fastapi.IMPLEMENTATION
+    )
+    assert _select.twin.IMPLEMENTATION == msgspec_fastapi.IMPLEMENTATION
+    assert MsgspecRoute.twin is _select.twin
 
 
 def test_default_router_and_install_dispatch_serve_on_the_picked_twin() -> None:
@@ -52,10 +54,10 @@ def test_default_router_and_install_dispatch_serve_on_the_picked_twin() -> None:
     msgspec_fastapi.install_dispatch(app)
     (route,) = router.routes
     assert (type(router).matches, type(route).matches) == (
-        _impl.twin.router_matches,
-        _impl.twin.route_matches,
+        _select.twin.router_matches,
+        _select.twin.route_matches,
     )
-    assert type(app.router.middleware_stack) is _impl.twin.AppDispatcher
+    assert type(app.router.middleware_stack) is _select.twin.AppDispatcher
     assert request(app, "GET", b"/ping").json() == {"pong": True}
 
 
@@ -82,7 +84,21 @@ def test_suite_stops_when_the_expected_twin_is_not_the_one_loaded() -> None:
 
 
 def test_each_twin_runs_dependency_plans_with_its_own_executor(twin: Twin) -> None:
-    executor = _impl.executor_for(twin.module)
+    executor = _select.companion(_select.EXECUTOR, twin.module)
 
-    assert executor.__name__ == _impl.EXECUTOR_MODULES[twin.name]
-    assert _impl.executor_compiled(executor) == (twin.name == "compiled")
+    assert executor.__name__ == _select.module_name(_select.EXECUTOR, twin.name)
+    assert _select.is_compiled(executor) == (twin.name == "compiled")
+
+
+def test_a_compiled_twin_comes_with_every_compiled_module(twin: Twin) -> None:
+    if twin.name != "compiled":
+        pytest.skip("the compiled build's modules")
+    for pair in _select.PAIRS:
+        module = _select.load(pair, "compiled")
+        assert module is not None and _select.is_compiled(module), pair
+
+
+def test_each_pure_module_is_python_source() -> None:
+    for pair in _select.PAIRS:
+        module = _select.load(pair, "pure")
+        assert module is not None and not _select.is_compiled(module), pair

@@ -42,7 +42,7 @@ from leak_limits import (
 from raw_asgi import JSON, send_request
 
 import msgspec_fastapi
-from msgspec_fastapi import _impl, _shared
+from msgspec_fastapi import _select, _shared
 
 pytestmark = [
     pytest.mark.slow,
@@ -129,7 +129,7 @@ def resident_bytes() -> int:
 
 def watched_objects() -> list[Any]:
     """Every route runtime of the active twin, and what its plan holds."""
-    runtimes = [o for o in gc.get_objects() if type(o) is _impl.twin.RouteRuntime]
+    runtimes = [o for o in gc.get_objects() if type(o) is _select.twin.RouteRuntime]
     watched: list[Any] = [_shared.JSON_CONTENT_TYPE, _shared.MISSING]
     for runtime in runtimes:
         plan = runtime.plan

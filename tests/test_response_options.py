@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from support import assert_tier, client_for, tier_router
 from twins import Twin
 
-from msgspec_fastapi._plan import analyze_endpoint
+from msgspec_fastapi._endpoint.plan import analyze_endpoint
 from msgspec_fastapi._shared import OUTPUT_SHAPED, OUTPUT_TRUSTED
 
 

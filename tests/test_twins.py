@@ -15,24 +15,24 @@ from fastapi import FastAPI
 from raw_asgi import request
 from twins import Twin, get_twin
 
-from msgspec_fastapi import MsgspecRoute, MsgspecRouter, _impl
+from msgspec_fastapi import MsgspecRoute, MsgspecRouter, _select
 
 pytestmark = pytest.mark.pure_smoke
 
 
 @pytest.fixture
 def compiled_twin_missing(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`_impl.load_twin` as on an install whose compiled module does not import."""
-    original = _impl.load_twin
+    """`_select.load_twin` as on an install whose compiled module does not import."""
+    original = _select.load_twin
 
     def load_twin(name: str) -> ModuleType | None:
         return None if name == "compiled" else original(name)
 
-    monkeypatch.setattr(_impl, "load_twin", load_twin)
+    monkeypatch.setattr(_select, "load_twin", load_twin)
 
 
 def test_twin_fixture_gives_the_module_of_its_name(twin: Twin) -> None:
-    assert twin.module.__name__ == _impl.TWIN_MODULES[twin.name]
+    assert twin.module.__name__ == _select.module_name(_select.TWIN, twin.name)
     assert twin.name == twin.module.IMPLEMENTATION
 
 
@@ -46,7 +46,7 @@ def test_everything_bound_to_the_default_twin_is_rebound_by_the_twin_classes(
     twin: Twin, default_class: type[Any]
 ) -> None:
     twin_class = twin.route_class if default_class is MsgspecRoute else twin.router_class
-    bound = [n for n, v in vars(default_class).items() if bound_to(v, _impl.twin)]
+    bound = [n for n, v in vars(default_class).items() if bound_to(v, _select.twin)]
     assert bound  # the scan finds the bindings it checks
     rebound = [n for n in bound if bound_to(getattr(twin_class, n), twin.module)]
     assert rebound == bound

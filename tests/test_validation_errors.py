@@ -24,7 +24,7 @@ from support import client_for
 from twins import Twin
 
 from msgspec_fastapi import MsgspecRouter, install_openapi
-from msgspec_fastapi._validation import MAX_ERRORS, BodyErrors
+from msgspec_fastapi._errors.validation import MAX_ERRORS, BodyErrors
 
 
 class Point(msgspec.Struct):

@@ -21,8 +21,8 @@ import pytest
 from fastapi import FastAPI
 from raw_asgi import Reply
 
-from msgspec_fastapi import _impl
-from msgspec_fastapi._dispatch_install import install_dispatch_with
+from msgspec_fastapi import _select
+from msgspec_fastapi._routing.install import install_dispatch_with
 from msgspec_fastapi.router import MsgspecRoute, MsgspecRouter, route_class_for, router_class_for
 
 T = TypeVar("T")
@@ -35,7 +35,7 @@ class Twin:
     """One twin: its name, its module, and what runs on it: a route class, a router class
     (its inclusions' index and, by default, its routes) and `install_dispatch`.
 
-    Everything the package binds to the twin `_impl` picked has its counterpart here, so
+    Everything the package binds to the twin `_select` picked has its counterpart here, so
     that a test built from these runs entirely on this twin, whichever one was picked.
     """
 
@@ -56,10 +56,10 @@ def _twin_of(module: ModuleType) -> Twin:
 
 def get_twin(name: str) -> Twin:
     """The twin called `name`; fails or skips the current test where it does not import."""
-    module = _impl.load_twin(name)
+    module = _select.load_twin(name)
     if module is not None:
         return _twin_of(module)
-    reason = f"the {name} twin ({_impl.TWIN_MODULES[name]}) does not import"
+    reason = f"the {name} twin ({_select.module_name(_select.TWIN, name)}) does not import"
     if os.environ.get("MSGSPEC_FASTAPI_EXPECT") == name:
         pytest.fail(f"{reason}, but MSGSPEC_FASTAPI_EXPECT={name}")
     pytest.skip(reason)

@@ -125,19 +125,18 @@ def route_index() -> bool:
 
 def executor(variant: str) -> str | None:
     """The module that runs dependency plans for `variant` (None for upstream 0.0.4),
-    checked to be compiled for the compiled variant and Python for the pure one: where
-    the extension `_depexec_c` is not built, its name imports the same source as Python,
-    and the compiled variant would run the pure executor without a word."""
+    checked to be compiled for the compiled variant and Python for the pure one, so that
+    a build without the extension cannot pass the pure executor off as the compiled one."""
     from common import WrongPackage
 
     import msgspec_fastapi
 
     if not hasattr(msgspec_fastapi, "IMPLEMENTATION"):
         return None
-    from msgspec_fastapi import _impl
+    from msgspec_fastapi import _select
 
-    module = _impl.executor_for(_impl.twin)
-    if _impl.executor_compiled(module) != (variant == "compiled"):
+    module = _select.companion(_select.EXECUTOR, _select.twin)
+    if _select.is_compiled(module) != (variant == "compiled"):
         raise WrongPackage(f"{variant} runs the dependency executor from {module.__file__}")
     return str(module.__name__)
 

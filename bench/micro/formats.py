@@ -61,10 +61,10 @@ class FormatCase:
 def build_app(data: cities.Dataset, twin: str) -> ASGIApp:
     from fastapi import FastAPI
 
-    from msgspec_fastapi import MsgspecRouter, _impl
+    from msgspec_fastapi import MsgspecRouter, _select
     from msgspec_fastapi.router import route_class_for
 
-    module = _impl.load_twin(twin)
+    module = _select.load_twin(twin)
     if module is None:
         raise RuntimeError(f"the {twin} twin does not import")
     router = MsgspecRouter(msgpack=True, route_class=route_class_for(module))

@@ -100,7 +100,7 @@ class FilterModel(pydantic.BaseModel):
 
 
 def build_app(variant: str) -> ASGIApp:
-    from msgspec_fastapi import MsgspecRouter, _impl
+    from msgspec_fastapi import MsgspecRouter, _select
     from msgspec_fastapi.router import route_class_for
 
     app = FastAPI()
@@ -123,7 +123,7 @@ def build_app(variant: str) -> ASGIApp:
 
         app.include_router(plain)
         return app
-    module = _impl.load_twin(variant)
+    module = _select.load_twin(variant)
     if module is None:
         raise RuntimeError(f"the {variant} twin does not import")
     router = MsgspecRouter(route_class=route_class_for(module))

@@ -282,7 +282,7 @@ OVERRIDE = "-override"
 
 def render_micro_deps(name: str, document: Doc) -> str:
     """The dependency mode: each route with and without an unrelated override set, the
-    ratios to Litestar and to the floor, and the issue's targets."""
+    ratios to Litestar and to the floor, and the targets."""
     routes = document["routes"]
     clock = document["config"].get("clock", "cpu")
     plain = [r for r in DEPS_TITLES if r in routes]
@@ -343,8 +343,8 @@ def render_micro_deps(name: str, document: Doc) -> str:
                 ]
             )
         parts.append(
-            "Targets (issue 20), medians of the per-round ratios with their quartiles:\n\n"
-            + table(["ratio", "median", "quartiles", "target"], rows)
+            "Targets for the two-dependency route, medians of the per-round ratios with "
+            "their quartiles:\n\n" + table(["ratio", "median", "quartiles", "target"], rows)
         )
     groups = {
         DEPS_TITLES[r]: {v: row["median_us"] for v, row in routes[r]["summary"].items()}

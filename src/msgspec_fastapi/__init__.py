@@ -1,8 +1,8 @@
 """FastAPI routes with msgspec bodies and responses, with a compiled request path."""
 
-from ._dispatch_install import install_dispatch
-from ._impl import IMPLEMENTATION
-from ._openapi_install import install_openapi
+from ._openapi.install import install_openapi
+from ._routing.install import install_dispatch
+from ._select import IMPLEMENTATION
 from .responses import MsgspecJSONResponse
 from .router import MsgspecRoute, MsgspecRouter
 

@@ -368,7 +368,7 @@ def exception_handler(scope: Scope, exc: Exception) -> Callable[..., Any] | None
     return handler
 
 
-# -- dispatch: what the route index (`_routing`, and the twins' dispatch section) reads --
+# -- dispatch: what the route index (`_routing.index`, and the twins' dispatch section) reads --
 # Every name below checked against FastAPI 0.142.2 and 0.165.0.
 
 # FastAPI's node for one `include_router` (0.137+): its `effective_candidates()` are the
@@ -530,7 +530,7 @@ def sse_ping_interval() -> float:
 SSE_EVENT_SCHEMA: dict[str, Any] = _sse._SSE_EVENT_SCHEMA
 
 
-# -- dependencies: what the dependency plan (`_depplan`, `_depexec`) reads --------------
+# -- dependencies: what the dependency plan (`_dependencies.plan`, its executor) reads --
 # Every name below checked against FastAPI 0.142.2 and 0.165.0.
 
 # The Dependant fields the plan knows; a FastAPI that adds one keeps its routes delegated.
@@ -628,7 +628,7 @@ def rebuild_dependant(sub: Any, call: Any) -> Any:
 SHIELDS_ASYNC_TEARDOWN = hasattr(_fastapi_concurrency, "_asynccontextmanager_with_shielded_exit")
 _CLEANUP_SCOPES_KEY = "fastapi_async_cleanup_scopes"
 
-# The async generator functions behind FastAPI's generator wrappers, which `_teardown`
+# The async generator functions behind FastAPI's generator wrappers, which `_dependencies.teardown`
 # drives as `asynccontextmanager` would: a sync generator's context manager run in the
 # threadpool (both versions; its exception handling differs between them), and 0.165's
 # `max_concurrency` limit around a dependency's context manager (None before, or where
@@ -702,7 +702,7 @@ async def run_in_exit_stacks(
 
 
 # -- telemetry: FastAPI's own reporting of a route (`FastAPI(telemetry=...)`) ------------
-# What `_telemetry` runs in place of FastAPI's request handler, all alike in 0.142.2 and
+# What `_endpoint.telemetry` runs in place of FastAPI's request handler, all alike in 0.142.2 and
 # 0.165.0. The three reporting functions do nothing for a request not observed.
 
 # The request's TelemetryData (public), or None.

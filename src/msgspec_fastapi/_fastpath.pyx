@@ -23,8 +23,7 @@ from starlette.requests import cookie_parser
 from starlette.responses import Response, StreamingResponse
 
 from msgspec_fastapi import _shared
-from msgspec_fastapi._errors import handle_route_exception
-from msgspec_fastapi._routing import build_included_index
+from msgspec_fastapi._errors.handlers import handle_route_exception
 from msgspec_fastapi._shared import (
     ClientDisconnect,
     KEEPALIVE_COMMENT,
@@ -48,7 +47,7 @@ from msgspec_fastapi._shared import (
     unsupported_media_type,
     update_scope,
 )
-from msgspec_fastapi._validation import request_invalid
+from msgspec_fastapi._errors.validation import request_invalid
 
 IMPLEMENTATION = "compiled"
 
@@ -408,7 +407,7 @@ cdef class SendTracker:
 
 
 cdef class Param:
-    """A `_params.ParamSpec` with C-typed fields, read per request."""
+    """A `_params.converters.ParamSpec` with C-typed fields, read per request."""
 
     cdef str name
     cdef int location
@@ -1187,15 +1186,16 @@ cdef class AppDispatcher:
         return dispatch(selected, scope, receive, send)
 
 
-# What `_routing` builds this twin's indexes from.
+# What `_routing.index` builds this twin's indexes from.
 INDEX_CLASSES = (RouteIndex, IndexEntry, IndexNode, RouteMatcher)
 
 
-cpdef RouteIndex included_index(included):
-    """The index of one inclusion of a MsgspecRouter, rebuilt when routes change."""
+cpdef RouteIndex included_index(router, included):
+    """The index of one inclusion of a MsgspecRouter, rebuilt when routes change by the
+    builder the router's class was given at registration (`index_builder`)."""
     cdef object index = getattr(included, INDEX_ATTR, None)
     if index is None or (<RouteIndex>index).generation != ROUTES_GENERATION.value:
-        index = build_included_index(included, INDEX_CLASSES)
+        index = router.index_builder(included)
         setattr(included, INDEX_ATTR, index)
     return <RouteIndex?>index
 
@@ -1218,7 +1218,7 @@ def router_matches(router, dict scope):
     cdef object included = serving_inclusion(router, scope)
     cdef tuple selected
     if included is not None:
-        selected = select(included_index(included), scope)
+        selected = select(included_index(router, included), scope)
         if selected is not None:
             return selected[0], selected[2]
     return API_ROUTER_MATCHES(router, scope)
@@ -1229,7 +1229,7 @@ def router_handle(router, dict scope, receive, send):
     cdef object included = serving_inclusion(router, scope)
     cdef tuple selected
     if included is not None:
-        selected = select(included_index(included), scope)
+        selected = select(included_index(router, included), scope)
         if selected is not None and selected[1] is not None:
             return dispatch(selected, scope, receive, send)
     return API_ROUTER_HANDLE(router, scope, receive, send)

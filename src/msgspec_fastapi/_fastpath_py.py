@@ -1,6 +1,6 @@
 """The request path, in pure Python: the readable reference for `_fastpath.pyx`.
 
-Both twins implement one contract over a route's plan (`_plan.RoutePlan`):
+Both twins implement one contract over a route's plan (`_endpoint.plan.RoutePlan`):
 
 - `RouteRuntime(plan)` holds the per-route state built at registration.
 - `await runtime.read_raw(scope, receive)` reads the body straight from `receive` (a 413
@@ -19,7 +19,7 @@ Both twins implement one contract over a route's plan (`_plan.RoutePlan`):
   once, other values are validated against the declared type first, in lax mode as
   FastAPI validates responses (a failure raises `ResponseValidationError`), and untyped
   routes are encoded as they are. A route with
-  `response_model_*` options encodes the checked value as its `_shaping.ResponseShape`
+  `response_model_*` options encodes the checked value as its `_endpoint.shaping.ResponseShape`
   shapes it.
 - `RouteMatcher(route, path_regex, literal_path, convertors, endpoint, methods).match(scope)`
   is the router's test of whether a request is for an included route, run for every route
@@ -77,8 +77,8 @@ from starlette.routing import Match
 from starlette.types import Message, Receive, Scope, Send
 
 from . import _shared
-from ._errors import handle_route_exception
-from ._routing import build_included_index
+from ._errors.handlers import handle_route_exception
+from ._errors.validation import request_invalid
 from ._shared import (
     KEEPALIVE_COMMENT,
     ClientDisconnect,
@@ -102,7 +102,6 @@ from ._shared import (
     unsupported_media_type,
     update_scope,
 )
-from ._validation import request_invalid
 
 IMPLEMENTATION = "pure"
 
@@ -403,7 +402,7 @@ class RouteMatcher:
         self.route = route
         self.path_regex = path_regex
         self.literal_path = literal_path
-        # What the regex of a literal path also matches (see `_plan.literal_path`).
+        # What the regex of a literal path also matches (see `_endpoint.plan.literal_path`).
         self.literal_path_nl = None if literal_path is None else literal_path + "\n"
         # A StringConvertor returns its input, so only the others need calling.
         self.convertors = {k: c for k, c in convertors.items() if type(c) is not StringConvertor}
@@ -477,7 +476,7 @@ class SendTracker:
 
 
 class Param:
-    """A `_params.ParamSpec` as the direct tier reads it per request."""
+    """A `_params.converters.ParamSpec` as the direct tier reads it per request."""
 
     __slots__ = (
         "convert",
@@ -761,7 +760,7 @@ class RouteRuntime:
         except ValidationError as exc:
             # Typed decoding stops at the first wrong field, possibly before a syntax
             # error further on: the report raises the 400 for a malformed body, else
-            # lists every invalid field (see `_validation`).
+            # lists every invalid field (see `_errors.validation`).
             if msgpack:
                 return self.report_invalid_msgpack(exc, raw)
             return self.report_invalid(exc, raw)
@@ -1002,7 +1001,7 @@ class RouteRuntime:
         raw: bytes | None = None
         if scope.get(TELEMETRY_SCOPE_KEY) is not None:
             # FastAPI's telemetry observes the request: the delegated tier reports its
-            # steps as FastAPI's handler does (see `_telemetry`).
+            # steps as FastAPI's handler does (see `_endpoint.telemetry`).
             await self.traced_app(scope, receive, send)
             return
         try:
@@ -1063,7 +1062,7 @@ class RouteRuntime:
 
 # -- dispatch --------------------------------------------------------------------------
 #
-# The route index (built by `_routing` once per version of the route table) narrows the
+# The route index (built by `_routing.index` once per version of the route table) narrows the
 # routes a request could reach; the entries it yields are then tried in registration
 # order with FastAPI's own test, so the first full match wins and the first partial
 # match gives the 405, exactly as in FastAPI's loop. Whatever the index cannot decide
@@ -1292,15 +1291,16 @@ class AppDispatcher:
         return dispatch(selected, scope, receive, send)
 
 
-# What `_routing` builds this twin's indexes from.
-INDEX_CLASSES = (RouteIndex, IndexEntry, IndexNode, RouteMatcher)
+# What `_routing.index` builds this twin's indexes from.
+INDEX_CLASSES: tuple[type, type, type, type] = (RouteIndex, IndexEntry, IndexNode, RouteMatcher)
 
 
-def included_index(included: Any) -> RouteIndex:
-    """The index of one inclusion of a MsgspecRouter, rebuilt when routes change."""
+def included_index(router: Any, included: Any) -> RouteIndex:
+    """The index of one inclusion of a MsgspecRouter, rebuilt when routes change by the
+    builder the router's class was given at registration (`index_builder`)."""
     index = getattr(included, INDEX_ATTR, None)
     if index is None or index.generation != ROUTES_GENERATION.value:
-        index = build_included_index(included, INDEX_CLASSES)
+        index = router.index_builder(included)
         setattr(included, INDEX_ATTR, index)
     return index  # type: ignore[no-any-return]
 
@@ -1322,7 +1322,7 @@ def router_matches(router: Any, scope: Scope) -> tuple[Any, Scope]:
     """`MsgspecRouter.matches`: this inclusion's candidates through its index."""
     included = serving_inclusion(router, scope)
     if included is not None:
-        selected = select(included_index(included), scope)
+        selected = select(included_index(router, included), scope)
         if selected is not None:
             return selected[0], selected[2]
     return API_ROUTER_MATCHES(router, scope)
@@ -1332,7 +1332,7 @@ def router_handle(router: Any, scope: Scope, receive: Receive, send: Send) -> Aw
     """`MsgspecRouter.handle`: the selected route of this inclusion, through its index."""
     included = serving_inclusion(router, scope)
     if included is not None:
-        selected = select(included_index(included), scope)
+        selected = select(included_index(router, included), scope)
         if selected is not None and selected[1] is not None:
             return dispatch(selected, scope, receive, send)
     return API_ROUTER_HANDLE(router, scope, receive, send)

@@ -8,7 +8,10 @@ stream items, a ServerSentEvent's data.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -76,7 +79,7 @@ MISSING = Missing()
 OUTPUT_UNTYPED = 0
 OUTPUT_TRUSTED = 1
 OUTPUT_VALIDATE = 2
-# Trusted or validated, then shaped by the route's response_model_* options (`_shaping`).
+# Trusted or validated, then shaped by the route's response_model_* options (`_endpoint.shaping`).
 OUTPUT_SHAPED = 3
 
 # How a generator endpoint's items are sent (`OutputPlan.stream`).
@@ -115,7 +118,7 @@ def untyped_hook(value: Any) -> Any:
 
 def fill_dataclass_defaults(value: Any) -> None:
     """Give every dataclass instance in a decoded value the fields msgspec left to their
-    class attribute (see `_types.has_dataclass_defaults`), so that they are encoded, as
+    class attribute (see `_params.annotations.has_dataclass_defaults`), so that they are encoded, as
     FastAPI sends the declared type's every field."""
     if isinstance(value, (list, tuple, set, frozenset)):
         for item in value:
@@ -193,16 +196,16 @@ PARAM_HEADER = 2
 PARAM_COOKIE = 3
 PARAM_FORM = 4  # a form model (never a direct-tier parameter)
 
-# How a dependency plan's step is called (`_depplan.Step.kind`): awaited, in the threadpool,
-# called without awaiting (the endpoint only: it makes a stream), or set up as an async or
-# a sync generator whose teardown `_teardown` runs.
+# How a dependency plan's step is called (`_dependencies.plan.Step.kind`): awaited, in the
+# threadpool, called without awaiting (the endpoint only: it makes a stream), or set up as
+# an async or a sync generator whose teardown `_dependencies.teardown` runs.
 DEP_ASYNC = 0
 DEP_THREAD = 1
 DEP_GENERATOR = 2
 DEP_ASYNC_GENERATOR = 3
 DEP_SYNC_GENERATOR = 4
 
-# The special objects a step may receive (`_depplan.Step.specials`).
+# The special objects a step may receive (`_dependencies.plan.Step.specials`).
 SPECIAL_REQUEST = 0  # the request (Request or HTTPConnection)
 SPECIAL_RESPONSE = 1  # the sub-response whose status and headers the response takes
 SPECIAL_BACKGROUND = 2  # the background tasks run after the response
@@ -218,10 +221,10 @@ MATCHER_ATTR = "_msgspec_matcher"
 DIRECT_ATTR = "_msgspec_direct_app"
 
 # Where the delegated tier leaves (runtime, decoded body, raw body, parameter models, their
-# errors) for the endpoint wrapper and the stand-ins of dependencies (`_depends`).
+# errors) for the endpoint wrapper and the stand-ins of dependencies (`_dependencies.tree`).
 SCOPE_KEY = "msgspec_fastapi"
-# Where the delegated tier leaves an embedded body's `_depplan.BodyParts`, and the valid
-# parts of a body that failed once they were decoded (`_depends.valid_parts`).
+# Where the delegated tier leaves an embedded body's `_dependencies.plan.BodyParts`, and the valid
+# parts of a body that failed once they were decoded (`_dependencies.tree.valid_parts`).
 PARTS_KEY = "msgspec_fastapi.parts"
 VALID_PARTS_KEY = "msgspec_fastapi.valid_parts"
 # Set once the request path's own 422 is raised: a validation error raised before it is
@@ -229,7 +232,7 @@ VALID_PARTS_KEY = "msgspec_fastapi.valid_parts"
 REACHED_KEY = "msgspec_fastapi.reached"
 
 
-# -- dispatch (the route index; see `_routing`) --------------------------------------
+# -- dispatch (the route index; see `_routing.index`) --------------------------------------
 
 # How an index entry is tested and handled per request.
 ENTRY_ROUTE = 0  # a route of the application's own table: its `matches` and `handle`
@@ -265,7 +268,7 @@ ROUTES_GENERATION = Generation()
 class EntryPoints:
     """The `matches` and `handle` functions of every request-path twin imported so far.
 
-    Each twin adds its own as it is imported, so that the index builder (`_routing`) tells
+    Each twin adds its own as it is imported, so that the index builder (`_routing.index`) tells
     the package's routes and routers from custom ones without importing the twins: imports
     go one way, from registration to the request path.
     """
@@ -384,3 +387,20 @@ __all__ = [
     "sse_ping_interval",
     "update_scope",
 ]
+
+
+def is_coroutine_endpoint(endpoint: Callable[..., Any]) -> bool:
+    """Whether calling `endpoint` returns a coroutine, through partials.
+
+    Not Starlette's `is_async_callable`, although both agree on functions, methods,
+    partials and callable objects (FastAPI 0.142.2 and 0.165.0): Starlette's looks up
+    `obj.__call__`, so it calls a class with an async `__call__` (whose call returns an
+    instance) a coroutine function, and follows an instance attribute `__call__` that a
+    call ignores. Looking at `type(obj).__call__` asks what a call runs.
+    """
+    target: Any = endpoint
+    while isinstance(target, partial):
+        target = target.func
+    if inspect.iscoroutinefunction(target):
+        return True
+    return callable(target) and inspect.iscoroutinefunction(type(target).__call__)

@@ -1,14 +1,14 @@
 """`MsgspecRouter` and its route class: where FastAPI meets the request path.
 
-Adding a route analyses the endpoint once (`_analysis.analyse`) and registers a
+Adding a route analyses the endpoint once (`_endpoint.analysis.analyse`) and registers a
 thin wrapper with FastAPI, so that dependencies, security, overrides and background
 tasks stay FastAPI's. Building a route's handler (once per place the route is included)
 turns that analysis into a `RoutePlan` and a request-path runtime, and decides the tier:
 routes with nothing for FastAPI to solve get the runtime as their whole ASGI app. Where
 an inclusion adds dependencies that take msgspec types, the route is analysed again for
-that place (`_analysis`), and FastAPI builds that place on the analysis. All of this is
+that place (`_endpoint.analysis`), and FastAPI builds that place on the analysis. All of this is
 registration: what the delegated tier runs per request (the wrapper, the handlers) is in
-`_delegated`.
+`_endpoint.delegated`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import replace
-from functools import cache, wraps
+from functools import cache, partial, wraps
 from types import ModuleType
 from typing import Any, ClassVar
 
@@ -28,9 +28,17 @@ from fastapi.routing import APIRoute
 from fastapi.sse import EventSourceResponse
 from starlette.responses import Response
 
-from . import _compat, _impl
-from ._analysis import Analysis, Registration, analyse
-from ._delegated import (
+from . import _compat, _select
+from ._dependencies.errors import ErrorOrder
+from ._dependencies.plan import BodyParts, build_plan
+from ._dependencies.tree import (
+    StandInOverridesProvider,
+    has_stand_ins,
+    refuse_copied_route_dependencies,
+    take_msgspec_types,
+)
+from ._endpoint.analysis import Analysis, Registration, analyse
+from ._endpoint.delegated import (
     ARGUMENTS_ATTR,
     SPEC_ATTR,
     Handler,
@@ -39,17 +47,7 @@ from ._delegated import (
     WithForm,
     WithoutBody,
 )
-from ._depends import (
-    StandInOverridesProvider,
-    has_stand_ins,
-    refuse_copied_route_dependencies,
-    take_msgspec_types,
-)
-from ._deperrors import ErrorOrder
-from ._depplan import BodyParts, build_plan
-from ._openapi import merge_components, mixed_request_body
-from ._params import direct_param_specs, prepare_dependant
-from ._plan import (
+from ._endpoint.plan import (
     BodyPlan,
     DirectPlan,
     EndpointSpec,
@@ -58,8 +56,11 @@ from ._plan import (
     embedded_body_plan,
     literal_path,
 )
+from ._endpoint.telemetry import traced_handler
+from ._openapi.schemas import merge_components, mixed_request_body
+from ._params.converters import direct_param_specs, prepare_dependant
+from ._routing.index import build_included_index
 from ._shared import DIRECT_ATTR, MATCHER_ATTR, STREAM_NONE
-from ._telemetry import traced_handler
 from .responses import MsgspecJSONResponse
 
 # On a route context built on an inclusion's analysis: (the analysis, the inclusion's
@@ -171,9 +172,9 @@ def _renders_as_msgspec(response_class: Any) -> bool:
 class MsgspecRoute(APIRoute):
     """An APIRoute whose body and response go through the msgspec request path."""
 
-    # The request-path twin the route runs on: the one `_impl` picked. `route_class_for`
+    # The request-path twin the route runs on: the one `_select` picked. `route_class_for`
     # makes subclasses bound to a given twin, so that tests can run both in one process.
-    twin: ClassVar[ModuleType] = _impl.twin
+    twin: ClassVar[ModuleType] = _select.twin
     # What registration learned of the endpoint (None where FastAPI serves it alone), the
     # endpoint FastAPI calls (our wrapper, or the user's) and the user's.
     msgspec_spec: EndpointSpec | None
@@ -391,7 +392,7 @@ class MsgspecRoute(APIRoute):
         if dependency_plan is None:
             return None
         provider = getattr(target, "dependency_overrides_provider", None)
-        executor = _impl.executor_for(twin)
+        executor = _select.companion(_select.EXECUTOR, twin)
         return executor.DependencyRoute(
             runtime, plan, dependency_plan, build, provider, _compat.route_app(handler)
         )
@@ -408,7 +409,7 @@ class MsgspecRoute(APIRoute):
         wrapper: Callable[..., Any],
         own_handler: bool,
     ) -> Handler:
-        """The delegated tier's handler (`_delegated`): FastAPI's, behind the request
+        """The delegated tier's handler (`_endpoint.delegated`): FastAPI's, behind the request
         path's body."""
         respond: Callable[..., Any] | None = None
         if respond_as == _RESPOND_MSGSPEC:
@@ -416,7 +417,7 @@ class MsgspecRoute(APIRoute):
         elif respond_as == _RESPOND_BUILTINS:
             respond = InBuiltins(runtime)
         # What FastAPI's telemetry, when it observes a request, sees of the route: see
-        # `_telemetry`. Not for a route whose body or response FastAPI handles itself, nor
+        # `_endpoint.telemetry`. Not for a route whose body or response FastAPI handles itself, nor
         # one whose endpoint an integration wrapped (FastAPI's handler calls the wrapper).
         traced = None
         if (
@@ -425,7 +426,7 @@ class MsgspecRoute(APIRoute):
             and target.dependant.call is wrapper
         ):
             traced = traced_handler(spec, target, getattr(wrapper, ARGUMENTS_ATTR))
-        # Where our bodies or models fail: the 422 in FastAPI's order (`_deperrors`), and
+        # Where our bodies or models fail: the 422 in FastAPI's order (`_dependencies.errors`), and
         # an embedded body's valid parts for the dependencies that take them.
         error_order = None
         body_parts = None
@@ -499,7 +500,7 @@ class MsgspecRoute(APIRoute):
 
 @cache
 def route_class_for(twin: ModuleType) -> type[MsgspecRoute]:
-    """A MsgspecRoute subclass whose routes run on `twin` (a module of `_impl.TWIN_MODULES`)."""
+    """A MsgspecRoute subclass whose routes run on `twin` (a twin `_select.load_twin` gives)."""
     return type(
         f"MsgspecRoute_{twin.IMPLEMENTATION}",
         (MsgspecRoute,),
@@ -566,9 +567,13 @@ class MsgspecRouter(APIRouter):
         self.msgspec_components: dict[str, Any] = {}
 
     # Per request, FastAPI's loop asks each inclusion's router whether it has the route
-    # and then to handle it; both go through the inclusion's route index (`_routing`).
-    matches = _impl.twin.router_matches
-    handle = _impl.twin.router_handle  # type: ignore[assignment]
+    # and then to handle it; both go through the inclusion's route index, which the twin
+    # (importing no registration code) builds with `index_builder` when routes change.
+    matches = _select.twin.router_matches
+    handle = _select.twin.router_handle  # type: ignore[assignment]
+    index_builder: ClassVar[Callable[[Any], Any]] = staticmethod(
+        partial(build_included_index, classes=_select.twin.INDEX_CLASSES)
+    )
 
     def include_router(self, router: APIRouter, *args: Any, **kwargs: Any) -> None:
         if isinstance(router, MsgspecRouter):
@@ -692,7 +697,7 @@ class MsgspecRouter(APIRouter):
 def router_class_for(twin: ModuleType) -> type[MsgspecRouter]:
     """A MsgspecRouter subclass on `twin`: its inclusions' index and, by default, its routes
     (`route_class_for`) run on it. With `install_dispatch_with(app, twin)` an application
-    runs on one twin throughout, whichever twin `_impl` picked. An APIRoute subclass given
+    runs on one twin throughout, whichever twin `_select` picked. An APIRoute subclass given
     as `route_class` is combined with the twin's route class (`base_route_class`)."""
     return type(
         f"MsgspecRouter_{twin.IMPLEMENTATION}",
@@ -701,5 +706,8 @@ def router_class_for(twin: ModuleType) -> type[MsgspecRouter]:
             "base_route_class": route_class_for(twin),
             "matches": twin.router_matches,
             "handle": twin.router_handle,
+            "index_builder": staticmethod(
+                partial(build_included_index, classes=twin.INDEX_CLASSES)
+            ),
         },
     )

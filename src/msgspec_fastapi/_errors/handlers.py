@@ -6,8 +6,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.types import Receive, Scope, Send
 
-from ._compat import cache_request_body, exception_handler
-from ._types import is_coroutine_endpoint
+from .._compat import cache_request_body, exception_handler
+from .._shared import is_coroutine_endpoint
 
 
 async def handle_route_exception(

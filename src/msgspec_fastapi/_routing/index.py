@@ -24,8 +24,8 @@ from typing import Any
 from fastapi.routing import APIRoute, APIRouter, APIWebSocketRoute
 from starlette import convertors, routing
 
-from . import _compat
-from ._shared import (
+from .. import _compat
+from .._shared import (
     DIRECT_ATTR,
     ENTRY_CONTEXT,
     ENTRY_FALLBACK,

@@ -1,6 +1,6 @@
 """What OpenAPI says of a msgspec body beyond its type, decided at registration.
 
-Apart from `_openapi` so that `_plan`, which `_openapi` reads, can use it too.
+Apart from `schemas` so that `_endpoint.plan`, which `schemas` reads, can use it too.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic.fields import FieldInfo
 
-from ._shared import MISSING
+from .._shared import MISSING
 
 # The Structs generated for embedded bodies: documented under FastAPI's name for the
 # route's body (`Body_<unique id>`) once the route's place in the document is known.

@@ -30,7 +30,7 @@ from typing import Annotated, Any, Union, get_args, get_origin
 import msgspec
 from fastapi.exceptions import RequestValidationError
 
-from ._shared import malformed_json, malformed_msgpack, nested_too_deeply
+from .._shared import malformed_json, malformed_msgpack, nested_too_deeply
 
 MAX_ERRORS = 100
 TIME_BUDGET = 0.05

@@ -17,17 +17,19 @@ and the errors, values and body as an APIRoute reports them.
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 
-from . import _compat
-from ._depends import UNDECODED
-from ._plan import EndpointSpec
-from ._shared import STREAM_NONE, RequestValidationError
-from ._validation import received_body, request_invalid
+from .. import _compat
+from .._dependencies.standins import UNDECODED
+from .._errors.validation import received_body, request_invalid
+from .._shared import STREAM_NONE, RequestValidationError
+
+if TYPE_CHECKING:
+    from .plan import EndpointSpec
 
 Traced = Callable[
     [Request, Any, "bytes | None", dict[str, Any], list[Any]],

@@ -13,16 +13,16 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.utils import is_body_allowed_for_status_code
 from starlette.datastructures import UploadFile
 
-from . import _compat
-from ._body_docs import is_generated_body
-from ._params import PARAM_GROUPS
-from ._shared import STREAM_JSONL, STREAM_NONE
-from ._types import is_msgspec_json_type
+from .. import _compat
+from .._params.annotations import is_msgspec_json_type
+from .._params.converters import PARAM_GROUPS
+from .._shared import STREAM_JSONL, STREAM_NONE
+from .body_docs import is_generated_body
 
 if TYPE_CHECKING:
     from fastapi.routing import RouteContext
 
-    from ._plan import BodyPlan, EndpointSpec, OutputPlan
+    from .._endpoint.plan import BodyPlan, EndpointSpec, OutputPlan
 
 _REF_PREFIX = "#/components/schemas/"
 # The name routes that take MessagePack document it under.

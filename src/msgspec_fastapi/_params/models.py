@@ -21,22 +21,22 @@ from fastapi import params
 from fastapi.dependencies.utils import ensure_multipart_is_installed
 from starlette.datastructures import UploadFile as StarletteUploadFile
 
-from ._compat import header_model_errors_by_header_name
-from ._params import (
+from .._compat import header_model_errors_by_header_name
+from .._shared import PARAM_COOKIE, PARAM_FORM, PARAM_HEADER, PARAM_QUERY
+from .annotations import (
+    annotated_metadata,
+    is_body_shaped,
+    is_record_type,
+    optional_inner,
+    strip_annotated,
+)
+from .converters import (
     LaxRefused,
     item_errors,
     item_type_of,
     parameter_error,
     sequence_kind,
     string_normalizer,
-)
-from ._shared import PARAM_COOKIE, PARAM_FORM, PARAM_HEADER, PARAM_QUERY
-from ._types import (
-    annotated_metadata,
-    is_body_shaped,
-    is_record_type,
-    optional_inner,
-    strip_annotated,
 )
 
 _LOCATIONS = {

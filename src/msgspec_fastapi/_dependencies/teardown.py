@@ -8,7 +8,7 @@ entered on the request stack before the first one), a sync generator as
 worker threads, each FastAPI version with its own exception handling), and on 0.165 a
 dependency with `max_concurrency` inside `_contextmanager_with_concurrency_limit`.
 `request_response` closes the function stack before the response and the request stack
-after it. `_depplan` decides each step's kind at registration; per request
+after it. `_dependencies.plan` decides each step's kind at registration; per request
 `enter_generator` builds the same layers without inspecting anything, from FastAPI's own
 wrapper generators where FastAPI has them (the threadpool and the concurrency limit, from
 `_compat`), and keeps each teardown either on FastAPI's stacks (a route where a step is
@@ -40,7 +40,7 @@ from anyio import CancelScope
 from anyio.lowlevel import checkpoint_if_cancelled
 from starlette.responses import Response
 
-from ._compat import (
+from .._compat import (
     FUNCTION_STACK_KEY,
     REQUEST_STACK_KEY,
     SHIELDS_ASYNC_TEARDOWN,
@@ -49,7 +49,7 @@ from ._compat import (
     stack_cleanup_scope,
     threadpool_generator,
 )
-from ._shared import DEP_SYNC_GENERATOR
+from .._shared import DEP_SYNC_GENERATOR
 
 # 3.12 deprecated athrow's (type, value, traceback) form; contextlib uses the one it has.
 _ATHROW_VALUE_ONLY = sys.version_info >= (3, 12)
@@ -184,7 +184,7 @@ async def enter_generator(step: Any, kwargs: dict[str, Any], state: Any, on_stac
     would, and keep its exit: on FastAPI's stack for its scope in the request's scope
     (`on_stacks`), else in `state.function_exits` or `state.exits`."""
     if step.kind == DEP_SYNC_GENERATOR:
-        assert threadpool_generator is not None  # else `_depplan` refuses the step
+        assert threadpool_generator is not None  # else `_dependencies.plan` refuses the step
         teardown = Teardown(threadpool_generator(step.call(**kwargs)), None)
     else:
         gen = step.call(**kwargs)
@@ -206,7 +206,7 @@ async def enter_generator(step: Any, kwargs: dict[str, Any], state: Any, on_stac
         teardown = Teardown(gen, cleanup)
     concurrency = step.concurrency
     if concurrency is not None:
-        assert concurrency_limit_generator is not None  # else `_depplan` refuses the step
+        assert concurrency_limit_generator is not None  # else `_dependencies.plan` refuses the step
         limited = concurrency_limit_generator(teardown, concurrency.get_semaphore())
         teardown = Teardown(limited, None)
     value = await teardown.__aenter__()

@@ -1,8 +1,8 @@
 # cython: language_level=3
-# C declarations for `_depexec_c`, the compiled build of `_depexec.py` (linked to it as
-# `_depexec_c.py`): the per-request state, the plan's steps as the request path reads
-# them and the route's app become C structs, and the argument builder a C function.
-# `_depexec.py` itself stays plain Python.
+# C declarations for `_dependencies.executor`, the compiled build of `executor_py.py`: the
+# per-request state, the plan's steps as the request path reads them and the route's app
+# become C structs, and the argument builder a C function. `executor_py.py` itself stays
+# plain Python for the pure twin.
 
 cdef class RequestState:
     cdef public object scope

@@ -1,11 +1,11 @@
 """The request path of a route with dependencies: the direct tier's ASGI app for it.
 
-`DependencyRoute(runtime, plan, ...)` executes the route's `_depplan.DepPlan` per request
+`DependencyRoute(runtime, plan, ...)` executes the route's `_dependencies.plan.DepPlan` per request
 as FastAPI's `request_response` and `get_request_handler` would run the route: the body
 read and checked first (415, 400 and 413 before any dependency runs), the steps in
 order with FastAPI's per-request cache, errors of every step collected in FastAPI's order
 and one `RequestValidationError` raised when any failed (a step whose subtree failed is
-not called; its siblings are), generators set up by `_teardown` with their teardowns on
+not called; its siblings are), generators set up by `_dependencies.teardown` with their teardowns on
 FastAPI's two exit stacks where a step is given the request, else in lists closed as those
 stacks would be (the function stack before the response is sent, the request stack after
 it and its background tasks), the endpoint, the response with the status, headers
@@ -23,7 +23,7 @@ FastAPI's own handler for the route (`delegated`).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anyio import CancelScope
 from fastapi.background import BackgroundTasks
@@ -33,11 +33,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from ._compat import cache_request_body, run_in_exit_stacks
-from ._depplan import DepPlan, Step
-from ._errors import handle_route_exception
-from ._plan import RoutePlan
-from ._shared import (
+from .._compat import cache_request_body, run_in_exit_stacks
+from .._errors.handlers import handle_route_exception
+from .._errors.validation import received_body
+from .._shared import (
     DEP_ASYNC,
     DEP_ASYNC_GENERATOR,
     DEP_GENERATOR,
@@ -50,8 +49,11 @@ from ._shared import (
     ClientDisconnect,
     RequestValidationError,
 )
-from ._teardown import Teardown, enter_generator, run_with_teardowns
-from ._validation import received_body
+from .teardown import Teardown, enter_generator, run_with_teardowns
+
+if TYPE_CHECKING:
+    from .._endpoint.plan import RoutePlan
+    from .plan import DepPlan, Step
 
 # Plans per route for override sets seen lately; older ones are rebuilt when needed.
 PLANS_PER_ROUTE = 8
@@ -92,7 +94,7 @@ class RequestState:
         # although no error names it (a number out of range elsewhere in the body);
         # counted with the errors, so that their parents skip too.
         self.skipped = 0
-        # Teardowns of generators set up by `_teardown` without FastAPI's stacks, on the
+        # Teardowns of generators set up by `teardown` without FastAPI's stacks, on the
         # request's scope (with the cleanup scope FastAPI 0.165 enters before the first
         # async generator) and on the function's, and that cleanup scope.
         self.exits: list[Teardown | CancelScope] | None = None
@@ -132,7 +134,7 @@ class RequestState:
 class Op:
     """A plan's `Step` as the request path reads it: its fields copied once, when the plan
     is taken up (`Program`), into a class the compiled build lays out as a C struct
-    (`_depexec_c.pxd`), so that each read per request is a field load."""
+    (`_dependencies/executor.pxd`), so that each read per request is a field load."""
 
     __slots__ = (
         "body",

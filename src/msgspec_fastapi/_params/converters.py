@@ -17,16 +17,16 @@ import msgspec
 from pydantic.fields import FieldInfo
 from pydantic_core import SchemaValidator, core_schema
 
-from ._compat import replace_validator
-from ._shared import FAST_DIGITS_MAX, PARAM_COOKIE, PARAM_HEADER, PARAM_PATH, PARAM_QUERY
-from ._types import (
+from .._compat import replace_validator
+from .._errors.validation import Loc, path_text, split_message, value_at
+from .._shared import FAST_DIGITS_MAX, PARAM_COOKIE, PARAM_HEADER, PARAM_PATH, PARAM_QUERY
+from .annotations import (
     annotated_metadata,
     annotates_inside,
     mentions_pydantic,
     optional_inner,
     strip_annotated,
 )
-from ._validation import Loc, path_text, split_message, value_at
 
 Converter = Callable[..., tuple[Any, list[dict[str, Any]]]]
 IntBounds = tuple[int, int]

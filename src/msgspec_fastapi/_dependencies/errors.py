@@ -13,15 +13,17 @@ body parts): the list FastAPI would have made. Only on the error path.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import HTTPConnection
 from starlette.types import Scope
 
-from ._compat import parameter_errors
-from ._depexec import body_errors
-from ._depplan import DepPlan
-from ._shared import RequestValidationError
+from .._compat import parameter_errors
+from .._shared import RequestValidationError
+from .executor_py import body_errors
+
+if TYPE_CHECKING:
+    from .plan import DepPlan
 
 # Plans per route for override sets seen lately, as on the direct tier.
 PLANS_PER_ROUTE = 8

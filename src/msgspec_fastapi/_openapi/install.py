@@ -1,7 +1,7 @@
 """`install_openapi`: msgspec's schemas in an application's OpenAPI document.
 
-Apart from `_openapi` because it needs the router's classes, and router.py needs
-`_openapi` at registration: this way neither of those two imports the other.
+Apart from `_openapi.schemas` because it needs the router's classes, and router.py needs
+`_openapi.schemas` at registration: this way neither of those two imports the other.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.routing import iter_route_contexts
 
-from . import _compat
-from ._openapi import add_msgspec_schemas, merge_components
-from .router import INCLUSION_COMPONENTS_ATTR, MsgspecRoute, MsgspecRouter
+from .. import _compat
+from ..router import INCLUSION_COMPONENTS_ATTR, MsgspecRoute, MsgspecRouter
+from .schemas import add_msgspec_schemas, merge_components
 
 
 def _components(routers: tuple[Any, ...]) -> dict[str, Any]:

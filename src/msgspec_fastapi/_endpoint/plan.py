@@ -28,12 +28,29 @@ from pydantic_core import PydanticUndefined
 from starlette.requests import Request
 from starlette.responses import Response
 
-from . import _compat
-from ._body_docs import field_docs, generated_body
-from ._models import ModelPlan, form_param, model_param
-from ._params import ParamSpec, constrained_type
-from ._shaping import ResponseShape, response_shape
-from ._shared import (
+from .. import _compat
+from .._errors.validation import BodyErrors
+from .._openapi.body_docs import field_docs, generated_body
+from .._params.annotations import (
+    EMPTY,
+    admits_any,
+    annotated_metadata,
+    endpoint_hints,
+    has_dataclass_defaults,
+    is_body_shaped,
+    is_generator_endpoint,
+    is_msgspec_json_type,
+    is_struct_class,
+    mentions_pydantic,
+    mentions_struct,
+    optional_inner,
+    resolved_parameters,
+    stream_item_type,
+    strip_annotated,
+)
+from .._params.converters import ParamSpec, constrained_type
+from .._params.models import ModelPlan, form_param, model_param
+from .._shared import (
     BODYLESS_STATUSES,
     CONTAINER_DICT,
     CONTAINER_LIST,
@@ -49,27 +66,10 @@ from ._shared import (
     STREAM_JSONL,
     STREAM_NONE,
     STREAM_SSE,
+    is_coroutine_endpoint,
     untyped_hook,
 )
-from ._types import (
-    EMPTY,
-    admits_any,
-    annotated_metadata,
-    endpoint_hints,
-    has_dataclass_defaults,
-    is_body_shaped,
-    is_coroutine_endpoint,
-    is_generator_endpoint,
-    is_msgspec_json_type,
-    is_struct_class,
-    mentions_pydantic,
-    mentions_struct,
-    optional_inner,
-    resolved_parameters,
-    stream_item_type,
-    strip_annotated,
-)
-from ._validation import BodyErrors
+from .shaping import ResponseShape, response_shape
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,7 +287,7 @@ def _pydantic_only(endpoint_name: str, parameter: inspect.Parameter) -> str | No
             return f"the media type {info.media_type!r}"
     try:
         _body_part(endpoint_name, parameter)
-    except TypeError as exc:  # Pydantic metadata (`_params._meta_from`)
+    except TypeError as exc:  # Pydantic metadata (`_params.converters._meta_from`)
         return str(exc).removeprefix(f"{endpoint_name}(): body parameter {parameter.name!r}: ")
     return None
 
@@ -571,7 +571,7 @@ def analyze_endpoint(
     are labelled `media_type` (that of the route's MsgspecJSONResponse subclass).
 
     `dependency_body` and `dependency_models` are what the endpoint's dependencies take
-    (`_depends.DependencyTree`): the body parameters, each with the dependency it is from,
+    (`_dependencies.tree.DependencyTree`): the body parameters, each with the dependency it is from,
     join the endpoint's by name, and the models follow the endpoint's.
 
     Also returns the signature FastAPI should see: without the body parameter, with a

@@ -6,7 +6,7 @@ app's, the inclusions', the router's and the route's `dependencies=` in front) e
 occurrence of a dependency, in FastAPI's post-order, each with its callable and kind
 (decided by FastAPI's own tests), its cache slot (FastAPI's cache keys grouped by
 equality), its exit stack, and where each argument comes from. The request path
-(`_depexec`) only executes the steps.
+(`_dependencies.executor_py`) only executes the steps.
 
 Whatever the plan cannot reproduce exactly gives None, and the route (or, for an override
 set, the request) stays with FastAPI: Pydantic-typed or otherwise unconverted parameters,
@@ -23,12 +23,11 @@ from typing import Any
 
 import msgspec
 
-from . import _compat
-from ._depends import unwrap_stand_in
-from ._models import ModelPlan
-from ._params import direct_param_specs, prepare_dependant
-from ._plan import DirectPlan, EndpointSpec, RoutePlan
-from ._shared import (
+from .. import _compat
+from .._endpoint.plan import DirectPlan, EndpointSpec, RoutePlan
+from .._params.converters import direct_param_specs, prepare_dependant
+from .._params.models import ModelPlan
+from .._shared import (
     DEP_ASYNC,
     DEP_ASYNC_GENERATOR,
     DEP_GENERATOR,
@@ -41,6 +40,7 @@ from ._shared import (
     STREAM_NONE,
     RequestValidationError,
 )
+from .standins import unwrap_stand_in
 
 
 class Refused(Exception):
@@ -106,7 +106,7 @@ class Step:
 
     call: Callable[..., Any]  # for a sync generator, its `contextmanager`
     kind: int  # DEP_ASYNC, DEP_THREAD, DEP_ASYNC_GENERATOR or DEP_SYNC_GENERATOR
-    dependant: Any  # its Dependant, the call unwrapped (for `_deperrors`)
+    dependant: Any  # its Dependant, the call unwrapped (for `_dependencies.errors`)
     key: int  # cache slot
     use_cache: bool
     first: int  # the first step of its subtree: its subtree is steps[first:i + 1]
@@ -134,7 +134,7 @@ class DepPlan:
     # holding the scope can read them and push onto them, so the generators' teardowns
     # go on them too; else they are left out.
     uses_stacks: bool
-    # Whether, without the stacks, generator steps leave teardowns to close (`_teardown`).
+    # Whether, without the stacks, generator steps leave teardowns to close (`teardown`).
     teardowns: bool
     # Every (callable, what the overrides resolved it to) the build looked up.
     probes: tuple[tuple[Any, Any], ...]
@@ -150,7 +150,7 @@ class _Builder:
     ) -> None:
         self.spec = spec
         # A plan only for the order of a delegated route's errors: FastAPI validates the
-        # parameters (`_deperrors`), so any it can validate will do.
+        # parameters (`_dependencies.errors`), so any it can validate will do.
         self.errors_only = errors_only
         self.overrides = overrides
         self.make_runtime = make_runtime
@@ -213,7 +213,7 @@ class _Builder:
         concurrency = getattr(use_sub, "concurrency", None)
         if _compat.is_async_gen_callable(call) or _compat.is_gen_callable(call):
             if concurrency is not None and _compat.concurrency_limit_generator is None:
-                raise Refused  # a FastAPI whose limit `_teardown` does not know
+                raise Refused  # a FastAPI whose limit `_dependencies.teardown` does not know
             if _compat.is_async_gen_callable(call):
                 kind = DEP_ASYNC_GENERATOR
             elif _compat.threadpool_generator is not None:

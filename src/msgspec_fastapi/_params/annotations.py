@@ -200,23 +200,6 @@ def resolved_parameters(call: Callable[..., Any]) -> list[inspect.Parameter]:
     ]
 
 
-def is_coroutine_endpoint(endpoint: Callable[..., Any]) -> bool:
-    """Whether calling `endpoint` returns a coroutine, through partials.
-
-    Not Starlette's `is_async_callable`, although both agree on functions, methods,
-    partials and callable objects (FastAPI 0.142.2 and 0.165.0): Starlette's looks up
-    `obj.__call__`, so it calls a class with an async `__call__` (whose call returns an
-    instance) a coroutine function, and follows an instance attribute `__call__` that a
-    call ignores. Looking at `type(obj).__call__` asks what a call runs.
-    """
-    target: Any = endpoint
-    while isinstance(target, partial):
-        target = target.func
-    if inspect.iscoroutinefunction(target):
-        return True
-    return callable(target) and inspect.iscoroutinefunction(type(target).__call__)
-
-
 def is_generator_endpoint(endpoint: Callable[..., Any]) -> bool:
     """Whether calling `endpoint` returns a generator or an async generator, through
     partials and callable objects (what FastAPI streams)."""

@@ -16,18 +16,17 @@ import inspect
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from msgspec.json import decode as json_decode
 from starlette.requests import Request
 from starlette.responses import Response
 
-from . import _compat
-from ._depends import UNDECODED_KEY, valid_parts
-from ._deperrors import ErrorOrder
-from ._depplan import BodyParts
-from ._plan import EndpointSpec
-from ._shared import (
+from .. import _compat
+from .._dependencies.errors import ErrorOrder
+from .._dependencies.standins import UNDECODED_KEY, valid_parts
+from .._errors.validation import received_body, request_invalid
+from .._shared import (
     PARTS_KEY,
     REACHED_KEY,
     SCOPE_KEY,
@@ -38,8 +37,11 @@ from ._shared import (
     RequestValidationError,
     body_too_large,
 )
-from ._telemetry import Traced, reported
-from ._validation import received_body, request_invalid
+from .telemetry import Traced, reported
+
+if TYPE_CHECKING:
+    from .._dependencies.plan import BodyParts
+    from .plan import EndpointSpec
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
@@ -56,7 +58,7 @@ def invalid(
 ) -> RequestValidationError:
     """The 422 for our models' and body's errors (`model_errors`, or `body` when it is a
     RequestValidationError): every error in FastAPI's order where the route's
-    dependencies can be planned (`_deperrors`), else FastAPI's parameter errors, then
+    dependencies can be planned (`_dependencies.errors`), else FastAPI's parameter errors, then
     ours."""
     order: ErrorOrder | None = scope.get(ERRORS_KEY)
     if order is not None:
@@ -184,7 +186,7 @@ class Delegation:
 
     `respond` makes the response from the endpoint's result (the route's
     `RouteRuntime.respond`, an `InBuiltins`, or None where FastAPI makes it); `traced`
-    handles a request FastAPI's telemetry observes (`_telemetry`), where one was built;
+    handles a request FastAPI's telemetry observes (`_endpoint.telemetry`), where one was built;
     `max_body_size` is the limit the request path enforces, -1 where FastAPI enforces its
     own; `error_order` lists a 422 in FastAPI's order, and `body_parts` decodes an
     embedded body's parts one by one, where our body or models may fail. FastAPI calls

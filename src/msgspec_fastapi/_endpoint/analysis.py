@@ -15,10 +15,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._delegated import make_wrapper
-from ._depends import DependencyTree
-from ._openapi import route_openapi
-from ._plan import EndpointSpec, analyze_endpoint
+from .._dependencies.tree import DependencyTree
+from .._openapi.schemas import route_openapi
+from .delegated import make_wrapper
+from .plan import EndpointSpec, analyze_endpoint
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """`install_dispatch`: the application's route loop replaced by a twin's route index.
 
-Registration code: it picks the twin (`_impl`) and hands it the index builder
-(`_routing`), so that neither the twins nor the builder import this module back.
+Registration code: it picks the twin (`_select`) and hands it the index builder
+(`_routing.index`), so that neither the twins nor the builder import this module back.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from types import ModuleType
 from fastapi import FastAPI
 from fastapi.routing import APIRouter
 
-from . import _compat, _impl
-from ._routing import build_app_index
+from .. import _compat, _select
+from .index import build_app_index
 
 
 def install_dispatch_with(app: FastAPI, twin: ModuleType) -> None:
@@ -36,4 +36,4 @@ def install_dispatch(app: FastAPI) -> None:
     are; FastAPI's own loop still answers what the index does not decide (redirects,
     low-priority routes, 404, and routes only FastAPI can handle).
     """
-    install_dispatch_with(app, _impl.twin)
+    install_dispatch_with(app, _select.twin)
