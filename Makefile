@@ -42,13 +42,14 @@ test: $(VENV)/.installed
 	MSGSPEC_FASTAPI_PURE=1 MSGSPEC_FASTAPI_EXPECT=pure $(PY) -m pytest $(PYTEST_ARGS) $(PURE_SMOKE)
 
 # The suite at the lowest supported versions, in a venv of its own, without the slow tests
-# (`make test` runs those).
+# (`make test` runs those). Installed, not editable: an editable install would rebuild the
+# extension in src/ under a suite running beside it from there (.ci/run runs both at once).
 test-lowest:
 	$(PYTHON) -m venv $(LOW_VENV)
 	$(LOW_PY) -m pip install -q --upgrade pip
 	$(LOW_PY) -m pip install -q "Cython>=3.1" "setuptools>=77" wheel
 	$(LOW_PY) -m pip install -q "fastapi==0.142.2" "msgspec==0.22.0"
-	$(LOW_PY) -m pip install -q --no-build-isolation -e ".[test]"
+	$(LOW_PY) -m pip install -q --no-build-isolation ".[test]"
 	MSGSPEC_FASTAPI_EXPECT=compiled $(LOW_PY) -m pytest $(PYTEST_ARGS) -m "not slow"
 	MSGSPEC_FASTAPI_PURE=1 MSGSPEC_FASTAPI_EXPECT=pure $(LOW_PY) -m pytest $(PYTEST_ARGS) \
 		$(PURE_SMOKE)

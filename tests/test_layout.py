@@ -74,13 +74,14 @@ def test_every_one_source_module_is_built_from_its_python_source() -> None:
     built = re.search(r"ONE_SOURCE = \(([^)]*)\)", setup.read_text(encoding="utf-8"))
     assert built is not None
     names = set(re.findall(r'"([\w.]+)"', built.group(1)))
+    source = REPOSITORY / "src" / "msgspec_fastapi"
     declared = {
-        path.relative_to(SOURCE).with_suffix("").as_posix().replace("/", ".")
-        for path in SOURCE.rglob("*.pxd")
+        path.relative_to(source).with_suffix("").as_posix().replace("/", ".")
+        for path in source.rglob("*.pxd")
     }
     assert names == declared
     for name in names:
-        assert (SOURCE / (name.replace(".", "/") + "_py.py")).is_file(), name
+        assert (source / (name.replace(".", "/") + "_py.py")).is_file(), name
 
 
 def test_the_repository_tracks_no_symbolic_link() -> None:

@@ -12,8 +12,11 @@ route class with its own `matches`) is an always-candidate: it is tried at its p
 for every request. Included routes only FastAPI can handle (Mounts, Hosts, Starlette
 routes, custom routers) hand the request to FastAPI's own loop when they come up.
 
-The twins import this module, so it imports neither twin: each is handed its classes
-(`INDEX_CLASSES`) and finds the twins' functions in `_shared.TWIN_ENTRY_POINTS`.
+Registration code: the twins do not import it, they are handed its builders
+(`install` hands the application's dispatcher `build_app_index`; a MsgspecRouter class
+carries `build_included_index` for its inclusions). It imports neither twin either: each
+twin's classes come with the call (`INDEX_CLASSES`), and the twins' functions are found
+in `_shared.TWIN_ENTRY_POINTS`.
 """
 
 from __future__ import annotations

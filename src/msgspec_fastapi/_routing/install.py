@@ -1,7 +1,7 @@
 """`install_dispatch`: the application's route loop replaced by a twin's route index.
 
-Registration code: it picks the twin (`_select`) and hands it the index builder
-(`_routing.index`), so that neither the twins nor the builder import this module back.
+Registration code: it picks the twin (`_select`) and hands its dispatcher the index
+builder (`index`), so that neither the twins nor the builder import this module back.
 """
 
 from __future__ import annotations
