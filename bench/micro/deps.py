@@ -14,11 +14,11 @@ Three routes, each also sent to a second app of the same variant that has an unr
   item repository), which takes the same session (the shared sub-dependency); settings.
 
 The variants (DEPS_VARIANTS) write these dependencies in their own framework's way
-(deps_fastapi.py, deps_litestar.py) or call them by hand (deps_floor.py); this module holds
-what they share: the records, users and session, the requests and the answers every
-variant must give, and DepsBench, which a worker process (worker.py --deps) runs for one
-variant. A class dependency is called in the threadpool by FastAPI; every variant does the
-same, so that each does the same work.
+(deps_fastapi.py, deps_litestar.py) or call them by hand (deps_floor.py), on what
+deps_common.py defines for all of them; this module holds the requests and the answers
+every variant must give, load(), which picks a variant's app, and DepsBench, which a
+worker process (worker.py --deps) runs for one variant. A class dependency is called in
+the threadpool by FastAPI; every variant does the same, so that each does the same work.
 """
 
 from __future__ import annotations
@@ -27,12 +27,24 @@ import hashlib
 import importlib.util
 import time
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
 import msgspec
 from common import ROUTER_VARIANTS, Unavailable, import_router_package, version
 
 from .asgi import ASGIApp, Case, Response, WrongAnswer, call, http_scope
+from .deps_common import (
+    ITEM_ID,
+    NEW_ITEM,
+    RECORDS,
+    SETTINGS,
+    TENANT,
+    TOKEN,
+    USERS,
+    Session,
+    deep_view,
+    item_view,
+)
 from .inprocess import InProcessBench
 
 DEPS_VARIANTS = ("compiled", "pure", "upstream", "pydantic", "litestar", "floor", "bare")
@@ -46,131 +58,7 @@ CASE_KEYS = (*ROUTES, *(route + OVERRIDE_SUFFIX for route in ROUTES))
 BYTE_EXACT = frozenset(DEPS_VARIANTS) - {"pydantic"}
 PREVIEW = 300
 
-ITEM_ID = 7
-TOKEN = "tok-ada"
-TENANT = "acme"
-READ_SCOPE = "items:read"
-
-
-class Record(msgspec.Struct, frozen=True):
-    """A row of the pretend database."""
-
-    id: int
-    name: str
-    price: float
-
-
-class User(msgspec.Struct, frozen=True):
-    name: str
-    scopes: frozenset[str]
-
-
-class Settings(msgspec.Struct, frozen=True):
-    currency: str
-    page_size: int
-
-
-class ItemView(msgspec.Struct, kw_only=True):
-    """two-get's answer: the record and who asked."""
-
-    id: int
-    name: str
-    price: float
-    owner: str
-
-
-class NewItem(msgspec.Struct, kw_only=True):
-    """two-post's body and answer."""
-
-    name: str
-    price: float
-    tags: list[str] = []
-
-
-class DeepView(msgspec.Struct, kw_only=True):
-    """deep-get's answer: the record, who asked and the settings' currency."""
-
-    id: int
-    name: str
-    price: float
-    owner: str
-    currency: str
-
-
-RECORDS = {i: Record(id=i, name=f"item {i}", price=i * 1.25) for i in range(1, 101)}
-USERS = {
-    TOKEN: User("ada", frozenset({READ_SCOPE, "items:write"})),
-    "tok-bob": User("bob", frozenset()),
-}
-TENANTS = frozenset({TENANT})
-SETTINGS = Settings(currency="EUR", page_size=20)
-
-
-class Session:
-    """Stands in for a database session: a yield dependency opens one per request, and its
-    teardown closes it. `live` counts the open ones, so the bench can check that every
-    teardown ran."""
-
-    live: ClassVar[int] = 0
-    __slots__ = ("added", "closed")
-
-    def __init__(self) -> None:
-        self.added: list[object] = []
-        self.closed = False
-        Session.live += 1
-
-    def user(self, authorization: str | None) -> User | None:
-        """The user whose bearer token `authorization` carries, or None."""
-        if authorization is None or not authorization.startswith("Bearer "):
-            return None
-        return USERS.get(authorization[7:])
-
-    def record(self, item_id: int) -> Record | None:
-        return RECORDS.get(item_id)
-
-    def add(self, obj: object) -> None:
-        self.added.append(obj)
-
-    def close(self) -> None:
-        self.closed = True
-        Session.live -= 1
-
-
-class Repository:
-    """The class dependency's work: reads records through the session it is given."""
-
-    def __init__(self, session: Session) -> None:
-        self.session = session
-
-    def get(self, item_id: int) -> Record | None:
-        return self.session.record(item_id)
-
-
-def item_view(record: Record, user: User) -> ItemView:
-    return ItemView(id=record.id, name=record.name, price=record.price, owner=user.name)
-
-
-def deep_view(record: Record, user: User, settings: Settings) -> DeepView:
-    return DeepView(
-        id=record.id,
-        name=record.name,
-        price=record.price,
-        owner=user.name,
-        currency=settings.currency,
-    )
-
-
-async def unrelated() -> str:
-    """A dependency no route uses: the override cases override it."""
-    return "real"
-
-
-async def unrelated_override() -> str:
-    return "overridden"
-
-
 _AUTH = (b"authorization", f"Bearer {TOKEN}".encode())
-NEW_ITEM = NewItem(name="new item", price=19.5, tags=["new", "sale"])
 _RECORD = RECORDS[ITEM_ID]
 _USER = USERS[TOKEN]
 _REQUESTS: dict[str, tuple[str, str, bytes, tuple[tuple[bytes, bytes], ...], object, str]] = {

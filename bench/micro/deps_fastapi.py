@@ -14,7 +14,7 @@ from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Security
 from fastapi.security import SecurityScopes
 from pydantic import BaseModel
 
-from .deps import (
+from .deps_common import (
     READ_SCOPE,
     SETTINGS,
     TENANTS,

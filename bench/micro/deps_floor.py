@@ -24,7 +24,7 @@ from fastapi.security import SecurityScopes
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 
-from .deps import READ_SCOPE, NewItem, unrelated, unrelated_override
+from .deps_common import READ_SCOPE, NewItem, unrelated, unrelated_override
 from .deps_fastapi import (
     ItemRepository,
     authorized_user,

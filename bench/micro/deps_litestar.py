@@ -19,7 +19,7 @@ from litestar.di import Provide
 from litestar.exceptions import NotAuthorizedException, NotFoundException, PermissionDeniedException
 from litestar.params import Parameter
 
-from .deps import (
+from .deps_common import (
     READ_SCOPE,
     SETTINGS,
     TENANTS,

@@ -17,8 +17,8 @@ Summary = dict[str, dict[str, dict[str, Any]]]
 Target = tuple[str, tuple[str, str], tuple[str, str], float]
 
 
-def _issue_targets() -> list[Target]:
-    """Issue 20's targets: (name, (variant, case), (variant, case), the most allowed)."""
+def _dependency_targets() -> list[Target]:
+    """The dependency targets: (name, (variant, case), (variant, case), the most allowed)."""
     found: list[Target] = []
     for route in ("two-get", "two-post"):
         found.append(
@@ -38,7 +38,7 @@ def _issue_targets() -> list[Target]:
     return found
 
 
-TARGETS = _issue_targets()
+TARGETS = _dependency_targets()
 
 
 def _ratios(times: Times, a: tuple[str, str], b: tuple[str, str]) -> list[float] | None:
@@ -109,7 +109,7 @@ def print_table(out: TextIO, summary: Summary, times: Times) -> None:
 
 
 def targets(times: Times) -> list[tuple[str, float, list[float]]]:
-    """The issue's comparisons that this run measured: name, the most allowed, ratios."""
+    """The target comparisons that this run measured: name, the most allowed, ratios."""
     found = []
     for name, a, b, most in TARGETS:
         ratios = _ratios(times, a, b)
@@ -123,7 +123,7 @@ def print_targets(out: TextIO, times: Times) -> None:
     if not rows:
         return
     print(
-        "\ntargets (issue 20): median of the per-round ratios [quartiles], lower is faster",
+        "\ndependency targets: median of the per-round ratios [quartiles], lower is faster",
         file=out,
     )
     width = max(len(name) for name, _, _ in rows)
