@@ -116,11 +116,11 @@ bench-icount-tools:
 bench-icount: bench-icount-tools $(VENV)/.bench-installed
 	$(PY) bench/icount.py $(ICOUNT_ARGS)
 
-# A smoke run of the same for CI: two variants, one route, a few requests.
+# A smoke run of the same for CI: a few variants, one route each, a few requests.
 bench-icount-quick: bench-icount-tools $(VENV)/.bench-installed
-	$(PY) bench/icount.py --variants compiled,pure --routes get --requests 20
+	$(PY) bench/icount.py --variants compiled,pure,blacksheep,bare --routes get --requests 20
 	$(PY) bench/icount.py --models --variants compiled --routes models/dependency --requests 20
-	$(PY) bench/icount.py --deps --variants compiled --routes deps/two-get --requests 20
+	$(PY) bench/icount.py --deps --variants compiled,blacksheep --routes deps/two-get --requests 20
 
 # The service benchmark: uvicorn + SQLAlchemy, loaded by wrk; see docs/benchmarks.md.
 # Its own venv keeps every FastAPI variant on one FastAPI inside upstream 0.0.4's range.

@@ -51,7 +51,8 @@ from typing import Any
 
 from common import BENCH, ensure_upstream, free_port, log, run_record, versions
 from micro import cities, deps, formats, models, routetable, streams
-from micro.driver import STREAM_VARIANTS, TABLE_VARIANTS, VARIANTS, parse_sizes
+from micro.driver import CITY_BASES, STREAM_VARIANTS, TABLE_VARIANTS, VARIANTS, parse_sizes
+from micro.worker import MIDDLEWARE_ROUTES, MIDDLEWARE_VARIANTS
 
 WARMUP_REQUESTS = 200
 
@@ -145,14 +146,14 @@ DEPS_PREFIX = "deps/"
 # The --deps cases --server counts: those of the app without the override.
 SERVER_ROUTES = ("two-get", "two-post")
 # --deps counts these by default (upstream and bare on request).
-DEPS_DEFAULT_VARIANTS = ("compiled", "pure", "pydantic", "litestar", "floor")
+DEPS_DEFAULT_VARIANTS = ("compiled", "pure", "pydantic", "litestar", "blacksheep", "floor", "bare")
 
 
 def run_deps_worker(variant: str, case: str, requests: int, library: str) -> None:
     """run_worker for a --deps case; the bench imports the variant's package itself."""
     bench = deps.DepsBench(variant)
     if case not in bench.cases:
-        raise SystemExit(f"{variant} has no case {case} (Litestar has no overrides)")
+        raise SystemExit(f"{variant} has no case {case} (see deps.answers)")
     bench.run(case, WARMUP_REQUESTS)
     helper = ctypes.CDLL(library)
     gc.collect()
@@ -270,20 +271,20 @@ def label(case: str) -> str:
 
 
 def print_table(counts: dict[str, dict[str, float]], variants: list[str], table: bool) -> None:
-    bases = ("floor", "app-floor") if table else ("upstream", "floor")
+    bases = ("floor", "app-floor") if table else CITY_BASES
     if all(route in streams.ROUTE_KEYS or route.startswith(MODELS_PREFIX) for route in counts):
         bases = ("pydantic",)
     if all(route.startswith(DEPS_PREFIX) for route in counts):
-        bases = ("litestar", "floor", "pure")
+        bases = ("litestar", "blacksheep", "floor", "bare", "pure")
     print("instructions per request, counted by callgrind (lower is fewer); vs x: ratio to x")
     for route, by_variant in counts.items():
         print(f"\n{label(route)}")
-        print(f"  {'variant':<10} {'instr/req':>11} " + " ".join(f"{f'vs {b}':>12}" for b in bases))
+        print(f"  {'variant':<11} {'instr/req':>11} " + " ".join(f"{f'vs {b}':>12}" for b in bases))
         for variant in variants:
             if variant not in by_variant:
                 continue
             value = by_variant[variant]
-            cells = [f"  {variant:<10} {value:>11,.0f}"]
+            cells = [f"  {variant:<11} {value:>11,.0f}"]
             for base in bases:
                 ratio = value / by_variant[base] if base in by_variant else None
                 cells.append(f"{ratio:>11.3f}x" if ratio is not None else f"{'-':>12}")
@@ -307,9 +308,13 @@ def print_override_ratios(counts: dict[str, dict[str, float]], variants: list[st
 
 
 def _unanswered(variant: str, route: str) -> bool:
-    """A --deps override case on a variant without overrides (Litestar): not counted."""
+    """A case the variant does not have (a --deps override case on Litestar, the
+    six-dependency route on BlackSheep, a city route other than GET with the user
+    middleware): not counted."""
+    if variant in MIDDLEWARE_VARIANTS:
+        return route not in MIDDLEWARE_ROUTES
     case = route.removeprefix(DEPS_PREFIX)
-    return route.startswith(DEPS_PREFIX) and deps.is_override(case) and variant in deps.NO_OVERRIDES
+    return route.startswith(DEPS_PREFIX) and not deps.answers(variant, case)
 
 
 def main() -> int:
@@ -322,7 +327,8 @@ def main() -> int:
         "--routers", help="route-table mode: router counts, e.g. 1,300 (see bench/micro.py)"
     )
     parser.add_argument(
-        "--variants", help=f"default {','.join(VARIANTS)}; with --routers also app-floor,bare"
+        "--variants",
+        help=f"default {','.join(VARIANTS)}; with --routers {','.join(TABLE_VARIANTS)}",
     )
     parser.add_argument(
         "--routes",
@@ -349,7 +355,7 @@ def main() -> int:
         "--deps",
         action="store_true",
         help="the dependency routes (micro --deps): by default "
-        f"{', '.join(DEPS_DEFAULT_VARIANTS)}; also upstream and bare",
+        f"{', '.join(DEPS_DEFAULT_VARIANTS)}; also upstream",
     )
     parser.add_argument(
         "--server",
@@ -420,7 +426,8 @@ def main() -> int:
         meta: dict[str, Any] = {"requests": args.requests, "python": sys.version.split()[0]}
         if args.server:
             meta["server"] = "uvicorn (httptools, asyncio loop), as micro.py --deps --server"
-        run = run_record(versions(("fastapi", "starlette", "msgspec", "pydantic", "litestar")))
+        versioned = ("fastapi", "starlette", "msgspec", "pydantic", "litestar", "blacksheep")
+        run = run_record(versions(versioned))
         document = {"benchmark": "icount", "run": run, "meta": meta, "counts": counts}
         args.json.write_text(json.dumps(document, indent=2) + "\n")
     return 0

@@ -5,9 +5,10 @@ the app. So the floor pays FastAPI's middleware stack and its routing of include
 plus the msgspec decoding and encoding every variant must do, and nothing else; the
 ratio to the floor is the overhead a router's routes add.
 
-For the route table (--routers) two more references: `app-floor`, the same endpoints as
-routes of the app itself (FastAPI's fastest routing), and `bare`, the physical limit: the
-same endpoints behind a dict lookup in a bare ASGI app, no FastAPI at all.
+`bare`, the physical limit: the same endpoints behind a dict lookup in a bare ASGI app, no
+FastAPI at all (the city routes and the route table). For the route table (--routers) one
+more reference: `app-floor`, the same endpoints as routes of the app itself (FastAPI's
+fastest routing).
 """
 
 from typing import Annotated
@@ -111,6 +112,15 @@ def build_app(data: Dataset) -> FastAPI:
     )
     app = FastAPI()
     app.include_router(router)
+    return app
+
+
+def build_bare_app(data: Dataset) -> BareApp:
+    app = BareApp(id_name="city_id")
+    app.exact["POST", "/cities/validate"] = _Validate()
+    app.exact["GET", "/cities"] = _List(data)
+    app.exact["POST", "/cities/search"] = _Search(data)
+    app.with_id["GET", "/cities"] = _Get(data)
     return app
 
 

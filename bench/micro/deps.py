@@ -47,10 +47,22 @@ from .deps_common import (
 )
 from .inprocess import InProcessBench
 
-DEPS_VARIANTS = ("compiled", "pure", "upstream", "pydantic", "litestar", "floor", "bare")
-# Litestar has no dependency overrides: it answers the routes without them only.
-NO_OVERRIDES = frozenset({"litestar"})
+DEPS_VARIANTS = (
+    "compiled",
+    "pure",
+    "upstream",
+    "pydantic",
+    "litestar",
+    "blacksheep",
+    "floor",
+    "bare",
+)
+# Litestar and BlackSheep have no dependency overrides: they answer the routes without them
+# only.
+NO_OVERRIDES = frozenset({"litestar", "blacksheep"})
 ROUTES = ("two-get", "two-post", "deep-get")
+# The routes a variant answers where it is not all of them.
+ROUTES_BY_VARIANT = {"blacksheep": ("two-get", "two-post")}
 OVERRIDE_SUFFIX = "-override"
 CASE_KEYS = (*ROUTES, *(route + OVERRIDE_SUFFIX for route in ROUTES))
 # Variants whose bytes must equal msgspec's own encoding; Pydantic's answers are compared
@@ -108,6 +120,13 @@ def is_override(key: str) -> bool:
     return key.endswith(OVERRIDE_SUFFIX)
 
 
+def answers(variant: str, key: str) -> bool:
+    """Whether `variant` has the case `key` (without overrides, or without the route, not)."""
+    if is_override(key) and variant in NO_OVERRIDES:
+        return False
+    return key.removesuffix(OVERRIDE_SUFFIX) in ROUTES_BY_VARIANT.get(variant, ROUTES)
+
+
 # A builder makes the variant's app, with the unrelated override set or without it.
 Builder = Callable[[bool], ASGIApp]
 
@@ -137,6 +156,12 @@ def load(variant: str) -> tuple[Builder, dict[str, Any]]:
         from . import deps_litestar
 
         return deps_litestar.build_app, {"litestar": version("litestar")}
+    if variant == "blacksheep":
+        if importlib.util.find_spec("blacksheep") is None:
+            raise Unavailable("blacksheep is not installed in this environment")
+        from . import deps_blacksheep
+
+        return deps_blacksheep.build_app, {"blacksheep": version("blacksheep")}
     from . import deps_floor
 
     if variant == "floor":
@@ -169,7 +194,7 @@ class DepsBench(InProcessBench[str]):
         self.variant = variant
         build, self.info = load(variant)
         overrides = variant not in NO_OVERRIDES
-        self.cases = {k: c for k, c in CASES.items() if overrides or not is_override(k)}
+        self.cases = {k: c for k, c in CASES.items() if answers(variant, k)}
         self.start("plain", build(False))
         if overrides:
             self.start("override", build(True))

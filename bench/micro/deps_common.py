@@ -8,7 +8,9 @@ import cycle.
 
 from __future__ import annotations
 
-from typing import ClassVar
+import contextlib
+from collections.abc import AsyncGenerator
+from typing import Any, ClassVar
 
 import msgspec
 
@@ -137,3 +139,13 @@ async def unrelated_override() -> str:
 
 # two-post's body and answer.
 NEW_ITEM = NewItem(name="new item", price=19.5, tags=["new", "sale"])
+
+
+async def close_generator(generator: AsyncGenerator[Any, None], error: Exception | None) -> None:
+    """End a yield dependency driven by hand: resumed after success, `error` thrown in
+    otherwise (the floor's and BlackSheep's handlers)."""
+    if error is None:
+        await anext(generator, None)
+        return
+    with contextlib.suppress(StopAsyncIteration):
+        await generator.athrow(error)

@@ -14,8 +14,7 @@ endpoints behind a dict lookup in a bare ASGI app, no FastAPI around them.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -24,7 +23,7 @@ from fastapi.security import SecurityScopes
 from starlette.concurrency import run_in_threadpool
 from starlette.routing import Route
 
-from .deps_common import READ_SCOPE, NewItem, unrelated, unrelated_override
+from .deps_common import READ_SCOPE, NewItem, close_generator, unrelated, unrelated_override
 from .deps_fastapi import (
     ItemRepository,
     authorized_user,
@@ -39,15 +38,6 @@ from .deps_fastapi import (
 from .floor_asgi import BareApp, Receive, Scope, Send, answer, read_body
 
 Overrides = dict[Callable[..., Any], Callable[..., Any]]
-
-
-async def close_generator(generator: AsyncGenerator[Any, None], error: Exception | None) -> None:
-    """End a yield dependency: resumed after success, `error` thrown in otherwise."""
-    if error is None:
-        await anext(generator, None)
-        return
-    with contextlib.suppress(StopAsyncIteration):
-        await generator.athrow(error)
 
 
 class _Endpoint:

@@ -8,7 +8,7 @@ from typing import Any, TextIO
 from .deps import DEPS_VARIANTS, OVERRIDE_SUFFIX, ROUTES
 
 # The variants every row's ratios are taken to (summarize() in driver.py).
-BASES = ("litestar", "floor")
+BASES = ("litestar", "blacksheep", "floor", "bare")
 TITLES = {"two-get": "GET, two deps", "two-post": "POST, two deps", "deep-get": "GET, six deps"}
 
 Times = dict[str, dict[str, list[float]]]
@@ -91,21 +91,15 @@ def print_table(out: TextIO, summary: Summary, times: Times) -> None:
     plain_routes = [r for r in routes if r in summary]
     if not plain_routes:
         return
-    print(
-        "\nmedian of the per-round ratios to litestar and to floor, without the override",
-        file=out,
-    )
-    print("  " + " " * 10 + "".join(f"{TITLES[r]:>22}" for r in plain_routes), file=out)
-    print(
-        f"  {'variant':<10}" + f"{'vs litestar':>13}{'vs floor':>9}" * len(plain_routes), file=out
-    )
-    for variant in variants:
-        cells = []
-        for route in plain_routes:
-            row = summary[route].get(variant, {})
-            cells.append(_cell(row.get("ratio_to_litestar"), 13, "x"))
-            cells.append(_cell(row.get("ratio_to_floor"), 9, "x"))
-        print(f"  {variant:<10}" + "".join(cells), file=out)
+    print("\nmedian of the per-round ratios, without the override", file=out)
+    for route in plain_routes:
+        print(f"\n  {TITLES[route]:<14}" + "".join(f"{f'vs {b}':>14}" for b in BASES), file=out)
+        for variant in variants:
+            row = summary[route].get(variant)
+            if row is None:
+                continue
+            cells = "".join(_cell(row.get(f"ratio_to_{base}"), 14, "x") for base in BASES)
+            print(f"  {variant:<14}" + cells, file=out)
 
 
 def targets(times: Times) -> list[tuple[str, float, list[float]]]:

@@ -5,7 +5,11 @@ The workers build the same apps, check their answers, warm up and size their bat
 then, round after round, each worker in turn times one batch per route. The variant order
 is reversed every other round (ABBA), so slow drift of the machine cancels out of the ratios.
 
-Two modes. By default, four city routes in one router: validate, list, search, get.
+Two modes. By default, four city routes in one router: validate, list, search, get, for
+our twins, upstream, FastAPI with Pydantic, Litestar, BlackSheep, the floor (hand-written
+endpoints on the FastAPI app) and bare (the same endpoints behind a dict lookup in a bare
+ASGI app, the physical limit); and, on get only, compiled-mw and pydantic-mw, the same apps
+with one user middleware that only calls the next app.
 With --routers 1,30,300, the route table: apps of N routers (/r0 .. /r{N-1}, each with
 GET /items/{item_id} and POST /items), requests to the first and to the last router, and
 two more references besides the included-router floor: app-floor (the same endpoints as
@@ -19,9 +23,10 @@ loop over the routers (routetable.LOOP_VARIANTS).
 With --deps, routes whose work is dependencies (bench/micro/deps.py): two dependencies
 (a yield session and the current user from the Authorization header) on a GET and a POST,
 and six three deep on a GET, each also with an unrelated dependency override set; for
-compiled, pure, upstream, pydantic, litestar (Provide), floor (the same dependencies
-called by hand in a raw ASGI route on the FastAPI app) and bare (the same in a bare ASGI
-app). The table shows each route with and without the override, then the target ratios.
+compiled, pure, upstream, pydantic, litestar (Provide), blacksheep (the two-dependency
+routes only), floor (the same dependencies called by hand in a raw ASGI route on the
+FastAPI app) and bare (the same in a bare ASGI app). The table shows each route with and
+without the override, then the ratios to the peers and floors, then the target ratios.
 
 With --stream, streaming routes instead: GET /stream/jsonl and GET /stream/sse, each
 answering 1,000 cities from a generator (bench/micro/streams.py), for compiled, pure,
@@ -68,19 +73,45 @@ from . import (
     server,
     streams,
 )
+from .worker import MIDDLEWARE_VARIANTS
 
-VARIANTS = ("compiled", "pure", "upstream", "pydantic", "litestar", "floor")
+# The city routes' variants: the peers, the floor and the bare ASGI app (the physical
+# limit), and two with one user middleware on the GET of one city (MIDDLEWARE_VARIANTS).
+VARIANTS = (
+    "compiled",
+    "pure",
+    "upstream",
+    "pydantic",
+    "litestar",
+    "blacksheep",
+    "floor",
+    "bare",
+    *MIDDLEWARE_VARIANTS,
+)
 # The variants with streaming routes (--stream); the first is the base of the ratios.
 STREAM_VARIANTS = ("compiled", "pure", "pydantic", "litestar")
 STREAM_BASE = "pydantic"
 # The route table's references besides the floor; they have no city routes.
-TABLE_VARIANTS = (*VARIANTS, *routetable.LOOP_VARIANTS, "app-floor", "bare")
+TABLE_VARIANTS = (
+    "compiled",
+    "pure",
+    "upstream",
+    "pydantic",
+    "litestar",
+    "floor",
+    *routetable.LOOP_VARIANTS,
+    "app-floor",
+    "bare",
+)
+ALL_VARIANTS = (*VARIANTS, *(name for name in TABLE_VARIANTS if name not in VARIANTS))
+# The city table's ratio columns.
+CITY_BASES = ("upstream", "floor", "bare", "blacksheep")
 # --quick without --routers smoke-tests the route table at these sizes too.
 QUICK_SIZES = (1, 30)
 # cpu: the worker process's CPU time, which other processes sharing the core do not inflate
 # (much); wall: elapsed time, the same as CPU time on an otherwise idle core.
 CLOCKS = ("cpu", "wall")
-VERSIONED = ("fastapi", "starlette", "msgspec", "pydantic", "litestar")
+VERSIONED = ("fastapi", "starlette", "msgspec", "pydantic", "litestar", "blacksheep")
 
 
 class BenchError(Exception):
@@ -121,7 +152,7 @@ class Mode:
         if self.deps:
             return deps_report.BASES
         if self.sizes is None:
-            return ("upstream", "floor")
+            return CITY_BASES
         return ("upstream", "floor", "app-floor", "bare")
 
 
@@ -175,7 +206,7 @@ def _modes(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[Mo
         return [_deps_mode(parser, args)]
     if args.stream:
         return [_stream_mode(parser, args)]
-    chosen = args.variants or list(TABLE_VARIANTS)
+    chosen = args.variants or list(ALL_VARIANTS)
     modes = []
     if args.routers is None:
         only_table = sorted(set(chosen) - set(VARIANTS))
@@ -186,10 +217,16 @@ def _modes(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[Mo
         if city_variants:
             modes.append(Mode(city_variants, list(routes)))
     if args.routers is not None or args.quick:
+        only_cities = sorted(set(chosen) - set(TABLE_VARIANTS))
+        if args.variants and only_cities and args.routers is not None:
+            parser.error(f"{','.join(only_cities)}: no route-table app (not with --routers)")
         table_routes = routetable.ROUTE_KEYS
         if args.routes and args.routers is not None:
             table_routes = _csv(routetable.ROUTE_KEYS)(args.routes)
-        modes.append(Mode(chosen, list(table_routes), args.routers or list(QUICK_SIZES)))
+        table_variants = [name for name in chosen if name in TABLE_VARIANTS]
+        if table_variants:
+            sizes = args.routers or list(QUICK_SIZES)
+            modes.append(Mode(table_variants, list(table_routes), sizes))
     return modes
 
 
@@ -236,9 +273,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--client-cpu", type=int, help="--server: wrk's CPU (default the other)")
     parser.add_argument(
         "--variants",
-        type=_csv(TABLE_VARIANTS),
-        help=f"{','.join(VARIANTS)}; with --routers also"
-        f" {','.join(TABLE_VARIANTS[len(VARIANTS) :])}, with --deps also bare (default: all)",
+        type=_csv(ALL_VARIANTS),
+        help=f"{','.join(VARIANTS)}; with --routers"
+        f" {','.join(TABLE_VARIANTS)}; with --deps {','.join(deps.DEPS_VARIANTS)}"
+        " (default: all)",
     )
     parser.add_argument(
         "--routes",
@@ -446,28 +484,58 @@ def print_table(
     summary: dict[str, dict[str, dict[str, Any]]],
     mode: Mode,
     skipped: dict[str, str],
+    times: dict[str, dict[str, list[float]]],
 ) -> None:
     print(
         "µs/req: median over rounds; iqr: interquartile range of the rounds, % of the median;"
         " vs x: median of the per-round time ratios to x, lower is faster",
         file=out,
     )
+    columns = "".join(f"{f'vs {base}':>14}" for base in CITY_BASES)
     for route, rows in summary.items():
         print(f"\n{mode.label(route)}", file=out)
+        print(f"  {'variant':<11} {'µs/req':>9} {'iqr':>6}{columns}", file=out)
+        for variant, row in rows.items():
+            cells = "".join(
+                f"{f'{ratio:.2f}x' if (ratio := row.get(f'ratio_to_{base}')) else '-':>14}"
+                for base in CITY_BASES
+            )
+            print(
+                f"  {variant:<11} {row['median_us']:>9.1f} {row['iqr_percent']:>5.1f}%{cells}",
+                file=out,
+            )
+    found = middleware_ratios(times)
+    if found:
         print(
-            f"  {'variant':<10} {'µs/req':>9} {'iqr':>6} {'vs upstream':>12} {'vs floor':>9}",
+            "\none user middleware (@app.middleware('http') calling the next app), GET"
+            " /cities/{id}: median of the per-round ratios [quartiles]",
             file=out,
         )
-        for variant, row in rows.items():
-            up = row.get("ratio_to_upstream")
-            floor = row.get("ratio_to_floor")
+        width = max(len(name) for name, _ in found)
+        for name, ratios in found:
+            low, high = _quartiles(ratios)
             print(
-                f"  {variant:<10} {row['median_us']:>9.1f} {row['iqr_percent']:>5.1f}%"
-                f" {f'{up:.2f}x' if up is not None else '-':>12}"
-                f" {f'{floor:.2f}x' if floor is not None else '-':>9}",
+                f"  {name:<{width}}  {statistics.median(ratios):.2f}x [{low:.2f}, {high:.2f}]",
                 file=out,
             )
     print_skipped(out, skipped)
+
+
+def middleware_ratios(times: dict[str, dict[str, list[float]]]) -> list[tuple[str, list[float]]]:
+    """The middleware variants against the same app without it, and ours against Pydantic
+    with and without it: (name, per-round ratios), for the pairs this run measured."""
+    by_variant = times.get("get", {})
+    pairs = [(f"{mw} / {plain}", mw, plain) for mw, plain in MIDDLEWARE_VARIANTS.items()]
+    pairs += [
+        ("compiled-mw / pydantic-mw", "compiled-mw", "pydantic-mw"),
+        ("compiled / pydantic (no middleware)", "compiled", "pydantic"),
+    ]
+    found = []
+    for name, first, second in pairs:
+        if by_variant.get(first) and by_variant.get(second):
+            ratios = [a / b for a, b in zip(by_variant[first], by_variant[second], strict=True)]
+            found.append((name, ratios))
+    return found
 
 
 def print_stream_table(
@@ -654,6 +722,11 @@ def write_json(
         ]
     if mode.deps:
         result["targets"] = deps_report.targets_json(rounds["times"][args.clock])
+    if mode.sizes is None and not mode.stream and not mode.deps:
+        result["middleware"] = [
+            {"name": name, "median": statistics.median(ratios), "rounds": ratios}
+            for name, ratios in middleware_ratios(rounds["times"][args.clock])
+        ]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2, default=str) + "\n")
     log(f"results written to {path}")
@@ -690,7 +763,7 @@ def run_mode(
         deps_report.print_targets(sys.stdout, times)
         print_skipped(sys.stdout, skipped)
     elif mode.sizes is None:
-        print_table(sys.stdout, summary, mode, skipped)
+        print_table(sys.stdout, summary, mode, skipped, times)
     else:
         sizes = ", ".join(map(str, mode.sizes))
         print(f"route table: {sizes} routers; {route_index_note(workers)}", file=sys.stdout)

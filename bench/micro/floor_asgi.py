@@ -45,11 +45,13 @@ async def lifespan(receive: Receive, send: Send) -> None:
 
 class BareApp:
     """The `bare` floor: no FastAPI, exact paths in one dict (`exact`), and a path with a
-    trailing integer `{item_id}` found by its parent (`with_id`), keyed by (method, path)."""
+    trailing integer found by its parent (`with_id`), keyed by (method, path); the integer
+    reaches the endpoint as the path parameter `id_name`."""
 
-    def __init__(self) -> None:
+    def __init__(self, id_name: str = "item_id") -> None:
         self.exact: dict[tuple[str, str], ASGIApp] = {}
         self.with_id: dict[tuple[str, str], ASGIApp] = {}
+        self.id_name = id_name
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -63,5 +65,5 @@ class BareApp:
             if endpoint is None:
                 await answer(send, 404, b'{"detail":"Not Found"}')
                 return
-            scope["path_params"] = {"item_id": int(last)}
+            scope["path_params"] = {self.id_name: int(last)}
         await endpoint(scope, receive, send)

@@ -1,12 +1,13 @@
 """One variant's app behind uvicorn, for `micro.py --deps --server` (see server.py).
 
-    python -m micro.serve VARIANT --app deps|table --port PORT --report FILE   (from bench/)
+    python -m micro.serve VARIANT --app deps|cities|table --port PORT --report FILE
 
-`deps` is the variant's --deps app (deps.load(), without the override), `table` its
-route-table app of one router (worker.load()), the reference without dependencies. The
-driver starts this under taskset: uvicorn with httptools and the asyncio loop, one
-process, no access log. After uvicorn has shut down (SIGINT), the sessions still open are
-written to FILE as JSON: every yield dependency's teardown must have run.
+(from bench/). `deps` is the variant's --deps app (deps.load(), without the override);
+`cities` its app of the city routes and `table` its route-table app of one router
+(worker.load()), the references without dependencies. The driver starts this under
+taskset: uvicorn with httptools and the asyncio loop, one process, no access log. After
+uvicorn has shut down (SIGINT), the sessions still open are written to FILE as JSON: every
+yield dependency's teardown must have run.
 
 `--icount LIBRARY:WARMUP:COUNT` is for `icount.py --deps --server`, which runs this under
 callgrind: instruction counting (icount.py's helper LIBRARY) is switched on after WARMUP
@@ -23,7 +24,7 @@ from typing import Any
 
 from common import Unavailable
 
-from . import deps, worker
+from . import cities, deps, worker
 from .asgi import ASGIApp
 from .deps_common import Session
 
@@ -34,6 +35,12 @@ def build(variant: str, app: str) -> ASGIApp:
         builder, _ = deps.load(variant)
         return builder(False)
     apps, _ = worker.load(variant)
+    if app == "cities":
+        if apps.cities is None:
+            raise Unavailable(f"{variant} has no city app")
+        return apps.cities(cities.make_dataset())
+    if apps.table is None:
+        raise Unavailable(f"{variant} has no route-table app")
     return apps.table(1)
 
 
@@ -64,7 +71,7 @@ def counted(app: ASGIApp, spec: str) -> ASGIApp:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("variant")
-    parser.add_argument("--app", choices=("deps", "table"), required=True)
+    parser.add_argument("--app", choices=("deps", "cities", "table"), required=True)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--report", type=Path, required=True)
     parser.add_argument("--icount", metavar="LIBRARY:WARMUP:COUNT")

@@ -4,8 +4,10 @@ Each variant's --deps app (deps.load(), without the override: the same apps and 
 the in-process mode) runs in a uvicorn process of its own (micro/serve.py: httptools, the
 asyncio loop, one process, no access log) on 127.0.0.1, pinned with taskset to the server
 core; wrk (one thread, micro/server.lua) runs pinned to the client core, and this driver
-beside it. The reference without dependencies, `GET /r0/items/{id}`, is served by each
-variant's route-table app of one router (the --routers mode's app), in a server of its own.
+beside it. The reference without dependencies, `GET /cities/{id}` (one city), is served by
+each variant's app of the city routes, in a server of its own; `--routes plain-get` adds
+`GET /r0/items/{id}` on its route-table app of one router (the --routers mode's app;
+BlackSheep has none, and is skipped then).
 
 Before anything is timed, every server answers its routes once and the answer is checked
 (status, content type, body; Pydantic's parsed) as the in-process mode checks it; under
@@ -40,13 +42,13 @@ from typing import Any, TextIO
 import msgspec
 from common import BENCH, ensure_upstream, free_port, log, run_record
 
-from . import deps, routetable
+from . import cities, deps, routetable
 from .asgi import Case
 
-ROUTE_KEYS = ("two-get", "two-post", "plain-get")
-DEFAULT_ROUTES = ("two-get", "plain-get")
+ROUTE_KEYS = ("two-get", "two-post", "city-get", "plain-get")
+DEFAULT_ROUTES = ("two-get", "city-get")
 VARIANTS = deps.DEPS_VARIANTS
-DEFAULT_VARIANTS = ("compiled", "pure", "pydantic", "litestar", "floor")
+DEFAULT_VARIANTS = ("compiled", "pure", "pydantic", "litestar", "blacksheep", "floor")
 BASE = "litestar"
 # The target behind a server: compiled at least 1.3x Litestar's requests per second on the
 # two-dependency GET.
@@ -55,24 +57,28 @@ SCRIPT = Path(__file__).resolve().parent / "server.lua"
 START_TIMEOUT = 90.0
 PREVIEW = 300
 PLAIN_CASE = routetable.make_cases(1)[routetable.case_key(1, "get-first")]
+CITY_CASE = cities.make_cases(cities.make_dataset())["get"]
 
 
 @dataclass(frozen=True)
 class Route:
     key: str
-    app: str  # the app serving it: "deps" or "table" (see serve.py)
+    app: str  # the app serving it: "deps", "cities" or "table" (see serve.py)
     case: Case
 
     @property
     def label(self) -> str:
         if self.app == "table":
             return "GET /r0/items/{id}, no dependencies (the route table's app, 1 router)"
+        if self.app == "cities":
+            return "GET /cities/{id}, one city, no dependencies (the city routes' app)"
         return self.case.label
 
 
 ROUTES = {
     "two-get": Route("two-get", "deps", deps.CASES["two-get"]),
     "two-post": Route("two-post", "deps", deps.CASES["two-post"]),
+    "city-get": Route("city-get", "cities", CITY_CASE),
     "plain-get": Route("plain-get", "table", PLAIN_CASE),
 }
 
@@ -488,7 +494,12 @@ def run(args: argparse.Namespace, meta: dict[str, Any]) -> int:
         }
         result = {
             "benchmark": "server",
-            "run": run_record({name: meta.get(name) for name in ("fastapi", "msgspec", "uvicorn")}),
+            "run": run_record(
+                {
+                    name: meta.get(name)
+                    for name in ("fastapi", "msgspec", "uvicorn", "litestar", "blacksheep")
+                }
+            ),
             "meta": {**meta, "load_before": loads[0], "load_after": loads[1]},
             "config": {**config, "server": True, "routes": args.server_routes},
             "skipped": skipped,

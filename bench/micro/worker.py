@@ -41,21 +41,52 @@ BYTE_EXACT = {
     "pure",
     "upstream",
     "litestar",
+    "blacksheep",
     "floor",
     *routetable.LOOP_VARIANTS,
     "app-floor",
     "bare",
+    "compiled-mw",
 }
 PREVIEW = 300
+# A twin's or Pydantic's city app with one user middleware that only calls the next app
+# (`@app.middleware("http")`), on the GET of one city only; the value is the variant
+# without it.
+MIDDLEWARE_VARIANTS = {"compiled-mw": "compiled", "pydantic-mw": "pydantic"}
+MIDDLEWARE_ROUTES = ("get",)
 
 
 @dataclass(frozen=True)
 class Apps:
-    """How a variant builds its apps; `cities` is None for the references of --routers only."""
+    """How a variant builds its apps; `cities` is None for the references of --routers
+    only, `table` None for the variants of the city routes only; `routes`, where given,
+    are the only city routes the variant answers."""
 
     cities: Callable[[cities.Dataset], ASGIApp] | None
-    table: Callable[[int], ASGIApp]
+    table: Callable[[int], ASGIApp] | None
     stream: Callable[[cities.Dataset], ASGIApp] | None = None
+    routes: tuple[str, ...] | None = None
+
+
+def with_middleware(build: Callable[[cities.Dataset], Any]) -> Callable[[cities.Dataset], Any]:
+    """`build`, its FastAPI app given one user middleware that only calls the next app."""
+
+    def build_with_middleware(data: cities.Dataset) -> Any:
+        from fastapi import Request
+        from starlette.responses import Response as StarletteResponse
+
+        app = build(data)
+
+        @app.middleware("http")
+        async def pass_through(
+            request: Request, call_next: Callable[[Request], Any]
+        ) -> StarletteResponse:
+            response: StarletteResponse = await call_next(request)
+            return response
+
+        return app
+
+    return build_with_middleware
 
 
 def load(variant: str) -> tuple[Apps, dict[str, Any]]:
@@ -72,6 +103,10 @@ def load(variant: str) -> tuple[Apps, dict[str, Any]]:
 
         table = functools.partial(app_router.build_table_app, install=False)
         return Apps(None, table), {"msgspec_fastapi": package, "route_index": False}
+    if twin := MIDDLEWARE_VARIANTS.get(variant):
+        apps, info = load(twin)
+        assert apps.cities is not None
+        return Apps(with_middleware(apps.cities), None, routes=MIDDLEWARE_ROUTES), info
     if variant == "pydantic":
         from . import app_pydantic
 
@@ -88,6 +123,12 @@ def load(variant: str) -> tuple[Apps, dict[str, Any]]:
             app_litestar.build_app, app_litestar.build_table_app, app_litestar.build_stream_app
         )
         return apps, {"litestar": version("litestar")}
+    if variant == "blacksheep":
+        if importlib.util.find_spec("blacksheep") is None:
+            raise Unavailable("blacksheep is not installed in this environment")
+        from . import app_blacksheep
+
+        return Apps(app_blacksheep.build_app, None), {"blacksheep": version("blacksheep")}
     from . import app_floor
 
     if variant == "floor":
@@ -95,7 +136,7 @@ def load(variant: str) -> tuple[Apps, dict[str, Any]]:
     if variant == "app-floor":
         return Apps(None, app_floor.build_app_level_table_app), {}
     if variant == "bare":
-        return Apps(None, app_floor.build_bare_table_app), {}
+        return Apps(app_floor.build_bare_app, app_floor.build_bare_table_app), {}
     raise ValueError(f"unknown variant {variant!r}")
 
 
@@ -111,6 +152,9 @@ class Bench:
     ) -> None:
         self.variant = variant
         groups: list[tuple[ASGIApp, dict[str, Case]]] = []
+        # Every case of the mode, answered or not: the fingerprint covers them all, so that
+        # a variant of fewer routes still proves it generated the same data.
+        self.all_cases: dict[str, Case] = {}
         if stream:
             if apps.stream is None:
                 raise Unavailable(f"{variant} has no streaming app")
@@ -121,8 +165,14 @@ class Bench:
             if apps.cities is None:
                 raise ValueError(f"{variant} exists only with --routers")
             data = cities.make_dataset()
-            groups.append((apps.cities(data), cities.make_cases(data)))
+            city_cases = cities.make_cases(data)
+            self.all_cases.update(city_cases)
+            if apps.routes is not None:
+                city_cases = {key: city_cases[key] for key in apps.routes}
+            groups.append((apps.cities(data), city_cases))
         else:
+            if apps.table is None:
+                raise ValueError(f"{variant} has no route-table app")
             groups.extend((apps.table(size), routetable.make_cases(size)) for size in sizes)
         # One loop for the worker's life, as a server has; run_until_complete per batch.
         self.loop = asyncio.new_event_loop()
@@ -135,6 +185,8 @@ class Bench:
             self.loop.run_until_complete(lifespan.startup())
             self.lifespans.append(lifespan)
             self.cases.update(cases)
+            for key, case in cases.items():
+                self.all_cases.setdefault(key, case)
             self.targets.update((key, (app, lifespan.state)) for key in cases)
         self.scopes = {
             key: http_scope(case.method, case.path, case.query, case.body)
@@ -180,7 +232,7 @@ class Bench:
     def fingerprint(self) -> str:
         # The driver checks that all workers generated the same requests and answers.
         digest = hashlib.sha256()
-        for key, case in sorted(self.cases.items()):
+        for key, case in sorted(self.all_cases.items()):
             digest.update(key.encode() + case.query + case.body + case.expected_body)
         return digest.hexdigest()
 
