@@ -24,10 +24,12 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NoReturn
+from urllib.parse import unquote
 
 import msgspec
 import pytest
 from fastapi import (
+    APIRouter,
     BackgroundTasks,
     Depends,
     FastAPI,
@@ -95,13 +97,22 @@ class Unhandled(Exception):
     """No handler: a 500 from ServerErrorMiddleware (or its 500/Exception handler)."""
 
 
-KINDS = ("http-exception", "validation-error", "handled-by-class", "handled-by-parent", "unhandled")
+KINDS = (
+    "http-exception",
+    "not-found",
+    "validation-error",
+    "handled-by-class",
+    "handled-by-parent",
+    "unhandled",
+)
 
 
 def fail(kind: str) -> NoReturn:
     """Raise the exception `kind` names."""
     if kind == "http-exception":
         raise HTTPException(418, "short and stout", headers={"x-tea": "earl grey"})
+    if kind == "not-found":  # handled by the handler registered for the status code
+        raise HTTPException(404, "no such teapot")
     if kind == "validation-error":
         raise RequestValidationError(
             [{"type": "value_error", "loc": ("query", "cups"), "msg": "too many", "input": "9"}]
@@ -175,7 +186,7 @@ class Telemetry:
         tracer_provider = TracerProvider()
         tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
         metrics = InMemoryMetricReader()
-        logs = InMemoryLogRecordExporter()
+        logs = InMemoryLogRecordExporter()  # type: ignore[no-untyped-call]
         logger_provider = LoggerProvider()
         logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
         options = {
@@ -242,6 +253,7 @@ class Telemetry:
 @dataclass
 class Built:
     app: FastAPI
+    router: APIRouter  # the MsgspecRouter the application includes
     events: list[str]
     telemetry: Telemetry | None
 
@@ -271,7 +283,8 @@ def build_app(router_class: type[MsgspecRouter], config: Config) -> Built:
 
     app = (OwnStackFastAPI if config.own_stack else FastAPI)(lifespan=lifespan, **options)
     app.state.flavour = "root state"
-    router = router_class()
+    # Typed as its base: the package's decorators are untyped (they take more options).
+    router: APIRouter = router_class()
 
     def watch() -> Any:
         """A dependency with `yield` on every raising route: it sees what passes it."""
@@ -396,7 +409,7 @@ def build_app(router_class: type[MsgspecRouter], config: Config) -> Built:
     add_exception_handlers(app, config, events)
     if config.middleware:
         add_middleware(app, config.middleware, events)
-    return Built(app, events, telemetry)
+    return Built(app, router, events, telemetry)
 
 
 def routing_scope(request: Request) -> dict[str, Any]:
@@ -431,7 +444,7 @@ def mount_sub_apps(app: FastAPI, router_class: type[MsgspecRouter]) -> None:
 
     sub = FastAPI(title="sub")
     sub.state.flavour = "sub state"
-    sub_router = router_class()
+    sub_router: APIRouter = router_class()
 
     @sub_router.get("/where")
     async def sub_where(request: Request) -> dict[str, Any]:
@@ -464,6 +477,13 @@ def add_exception_handlers(app: FastAPI, config: Config, events: list[str]) -> N
         events.append(f"parent handler: {exc}")
         return PlainTextResponse(f"parent handled {exc}", status_code=400)
 
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return JSONResponse(
+            {"not found": getattr(exc, "detail", None), "scope": routing_scope(request)},
+            status_code=404,
+        )
+
+    app.add_exception_handler(404, not_found)
     app.add_exception_handler(Teapot, teapot)
     app.add_exception_handler(Produce, produce)
 
@@ -580,7 +600,7 @@ class Http:
             "http_version": "1.1",
             "method": self.method,
             "scheme": "http",
-            "path": full,
+            "path": unquote(full),  # as servers do; raw_path keeps the request target's
             "raw_path": full.encode(),
             "root_path": self.root_path,
             "query_string": query.encode(),

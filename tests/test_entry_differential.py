@@ -32,12 +32,13 @@ import asyncio
 import functools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pytest
 from entry_apps import (
     KINDS,
+    MIDDLEWARE,
     Built,
     Call,
     Config,
@@ -55,6 +56,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from twins import Twin
 
 from msgspec_fastapi import MsgspecRouter, install_dispatch
+from msgspec_fastapi.router import MsgspecRoute
 
 JSON = ((b"content-type", b"application/json"),)
 
@@ -67,7 +69,7 @@ class Scenario:
     keeps each scenario honest: it tests what its name says."""
 
     calls: tuple[Call, ...]
-    first: str | None
+    first: str
     config: Config = field(default_factory=Config)
     lifespan: bool = False
     # On applications that served nothing yet (else on the ones every test with this
@@ -120,8 +122,7 @@ def run_both(
     assert installed.events == fastapi.events
     assert installed.logs == fastapi.logs
     assert installed.telemetry == fastapi.telemetry
-    if scenario.first is not None:
-        assert outcome(fastapi.calls[0]) == scenario.first
+    assert outcome(fastapi.calls[0]) == scenario.first
     return fastapi
 
 
@@ -148,6 +149,7 @@ SITES: dict[str, tuple[str, str | None]] = {
 # application's handlers see it (entry_apps' handlers: 409 and 400 for the handled ones).
 STATUS = {
     "http-exception": "418",
+    "not-found": "404",
     "validation-error": "422",
     "handled-by-class": "409",
     "handled-by-parent": "400",
@@ -161,6 +163,7 @@ IN_MIDDLEWARE = (
 )
 EXCEPTION_TYPES = {
     "http-exception": "HTTPException",
+    "not-found": "HTTPException",
     "validation-error": "RequestValidationError",
     "handled-by-class": "Teapot",
     "handled-by-parent": "Sprout",
@@ -194,7 +197,7 @@ def expected_first(site: str, kind: str, config: Config) -> str:
 def exception_scenario(site: str, kind: str, config: Config) -> Scenario:
     path, middleware = SITES[site]
     if middleware:
-        config = Config(**{**config.__dict__, "middleware": middleware})
+        config = replace(config, middleware=middleware)
     return Scenario(
         (Http("GET", path.format(kind=kind)),), expected_first(site, kind, config), config
     )
@@ -226,6 +229,17 @@ def exception_cases() -> list[Any]:
     ]
 
 
+def test_the_endpoints_run_on_the_tiers_their_sites_name(twin: Twin) -> None:
+    tiers = {
+        route.path: route.tier
+        for route in build_app(twin.router_class, Config()).router.routes
+        if isinstance(route, MsgspecRoute)
+    }
+    assert tiers["/raise/{kind}"] == "direct"
+    assert tiers["/raise-sync/{kind}"] == "direct"
+    assert tiers["/raise-delegated/{kind}"] == "delegated"
+
+
 @pytest.mark.parametrize(("site", "kind", "config"), exception_cases())
 def test_an_exception_reaches_user_and_server_alike(
     twin: Twin, caplog: pytest.LogCaptureFixture, site: str, kind: str, config: Config
@@ -254,6 +268,19 @@ SCENARIOS: dict[str, Scenario] = {
     "an unknown path is a 404": Scenario((Http("GET", "/nowhere"),), "404"),
     "a wrong method is a 405": Scenario((Http("DELETE", "/items/3"),), "405"),
     "a trailing slash is redirected": Scenario((Http("GET", "/items/3/"),), "307"),
+    # FastAPI routes, unlike Starlette's, do not answer HEAD for GET.
+    "HEAD on a GET route": Scenario((Http("HEAD", "/items/3"),), "405"),
+    "OPTIONS without CORS middleware": Scenario((Http("OPTIONS", "/items/3"),), "405"),
+    "a trailing slash is redirected, with its query string": Scenario(
+        (Http("GET", "/items/3/?q=x"),), "307"
+    ),
+    "a trailing slash is redirected, under a root_path": Scenario(
+        (Http("GET", "/items/3/", root_path="/api"),), "307"
+    ),
+    "a percent-encoded path": Scenario((Http("GET", "/items/%33"),), "200"),
+    "an HTTP request to a websocket route": Scenario((Http("GET", "/ws/echo"),), "404"),
+    "a websocket to an HTTP route": Scenario((WebSocketSession("/items/3"),), "websocket.close"),
+    "a mount's path without its slash": Scenario((Http("GET", "/sub"),), "307"),
     "a body in many messages": Scenario(
         (Http("POST", "/items", JSON, (ITEM[:5], ITEM[5:12], b"", ITEM[12:])),), "200"
     ),
@@ -268,10 +295,13 @@ SCENARIOS: dict[str, Scenario] = {
         (Http("POST", "/items", JSON, (OVER[:20], OVER[20:40], OVER[40:])),), "413", LIMITED
     ),
     "a declared Content-Length over the limit, to a route that ignores the body": Scenario(
-        (Http("POST", "/ignores-body", declared(OVER), (OVER,)),), None, LIMITED
+        (Http("POST", "/ignores-body", declared(OVER), (OVER,)),), "413", LIMITED
     ),
     "a chunked body over the limit, to a route that ignores the body": Scenario(
-        (Http("POST", "/ignores-body", JSON, (OVER[:20], OVER[20:])),), None, LIMITED
+        # Nothing reads the body, so nothing counts it.
+        (Http("POST", "/ignores-body", JSON, (OVER[:20], OVER[20:])),),
+        "200",
+        LIMITED,
     ),
     "a body over the limit with telemetry on": Scenario(
         (Http("POST", "/items", JSON, (OVER[:20], OVER[20:])),),
@@ -280,14 +310,14 @@ SCENARIOS: dict[str, Scenario] = {
     ),
     # Clients that leave.
     "the client leaves mid-body": Scenario(
-        (Http("POST", "/items", declared(ITEM), (ITEM[:10],), complete=False),), None
+        (Http("POST", "/items", declared(ITEM), (ITEM[:10],), complete=False),), "no response"
     ),
     "the client leaves mid-body, to a route that ignores the body": Scenario(
-        (Http("POST", "/ignores-body", declared(ITEM), (ITEM[:10],), complete=False),), None
+        (Http("POST", "/ignores-body", declared(ITEM), (ITEM[:10],), complete=False),), "200"
     ),
     "the client leaves mid-body with telemetry on": Scenario(
         (Http("POST", "/items", declared(ITEM), (ITEM[:10],), complete=False),),
-        None,
+        "no response",
         Config(telemetry=True),
     ),
     "a streaming response to its end": Scenario((Http("GET", "/stream/none"),), "200"),
@@ -311,18 +341,25 @@ SCENARIOS: dict[str, Scenario] = {
     ),
     **{
         f"{kind} in a websocket route, after accept": Scenario(
-            (WebSocketSession(f"/ws/raise/{kind}"),), None
+            (WebSocketSession(f"/ws/raise/{kind}"),),
+            "websocket.accept" + (" raised Unhandled" if kind == "unhandled" else ""),
         )
         for kind in KINDS
     },
     **{
         f"{kind} in a websocket route, before accept": Scenario(
-            (WebSocketSession(f"/ws/raise-before-accept/{kind}"),), None
+            (WebSocketSession(f"/ws/raise-before-accept/{kind}"),),
+            # A handler's response is sent as the websocket's denial response.
+            "nothing sent raised Unhandled"
+            if kind == "unhandled"
+            else "websocket.http.response.start",
         )
         for kind in KINDS
     },
     "an unhandled exception in a websocket route with telemetry on": Scenario(
-        (WebSocketSession("/ws/raise/unhandled"),), None, Config(telemetry=True)
+        (WebSocketSession("/ws/raise/unhandled"),),
+        "websocket.accept raised Unhandled",
+        Config(telemetry=True),
     ),
     # The first call builds the stack (and, with install_dispatch, the route index).
     "an unhandled exception on the first request": Scenario(
@@ -376,7 +413,7 @@ SCENARIOS: dict[str, Scenario] = {
 # --- user middleware -----------------------------------------------------------------------
 
 ORIGIN = (b"origin", b"https://ok.example")
-THROUGH_EVERY_MIDDLEWARE: dict[str, tuple[Call, str | None]] = {
+THROUGH_EVERY_MIDDLEWARE: dict[str, tuple[Call, str]] = {
     "a successful request": (Http("GET", "/items/1", (ORIGIN,)), "200"),
     "a body": (Http("POST", "/items", declared(ITEM), (ITEM,)), "200"),
     "an HTTPException": (Http("GET", "/raise/http-exception", (ORIGIN,)), "418"),
@@ -387,7 +424,7 @@ THROUGH_EVERY_MIDDLEWARE: dict[str, tuple[Call, str | None]] = {
     "a websocket": (WebSocketSession("/ws/echo", ("hi",)), "websocket.accept"),
     "a 404": (Http("GET", "/nowhere"), "404"),
 }
-for _middleware in ("cors", "gzip", "trusted-host", "asgi", "base-http", "http-decorator"):
+for _middleware in MIDDLEWARE:
     for _what, (_call, _first) in THROUGH_EVERY_MIDDLEWARE.items():
         SCENARIOS[f"{_middleware} middleware: {_what}"] = Scenario(
             (_call,), _first, Config(middleware=_middleware)
@@ -434,7 +471,7 @@ SCENARIOS.update(
         ),
         "base-http middleware: the client leaves mid-body": Scenario(
             (Http("POST", "/items", declared(ITEM), (ITEM[:10],), complete=False),),
-            None,
+            "500 raised RuntimeError",  # BaseHTTPMiddleware: "No response returned."
             Config(middleware="base-http"),
         ),
         "gzip middleware: the client leaves mid-stream": Scenario(
