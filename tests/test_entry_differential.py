@@ -97,6 +97,10 @@ def built_twice(twin: Twin, config: Config) -> dict[Side, Built]:
 shared_applications = functools.cache(built_twice)
 
 
+# What `run_both` compares, by `Observed` field.
+COMPARED = ("calls", "lifespan", "events", "logs", "telemetry")
+
+
 def run_both(
     twin: Twin,
     scenario: Scenario,
@@ -117,11 +121,8 @@ def run_both(
         for side, built in sides.items()
     }
     fastapi, installed = observed["fastapi"], observed["install_dispatch"]
-    assert installed.calls == fastapi.calls
-    assert installed.lifespan == fastapi.lifespan
-    assert installed.events == fastapi.events
-    assert installed.logs == fastapi.logs
-    assert installed.telemetry == fastapi.telemetry
+    for name in COMPARED:
+        assert getattr(installed, name) == getattr(fastapi, name), f"{name} differ"
     assert outcome(fastapi.calls[0]) == scenario.first
     return fastapi
 
@@ -526,13 +527,15 @@ def log_a_record(app: ASGIApp) -> ASGIApp:
     return logging_app
 
 
-DIFFERENCES: dict[str, tuple[Callable[[ASGIApp], ASGIApp], Scenario]] = {
-    "a header": (add_header, Scenario((Http("GET", "/items/1"),), "200")),
+# A change, a scenario that shows it, and the field of `Observed` it shows in.
+DIFFERENCES: dict[str, tuple[Callable[[ASGIApp], ASGIApp], Scenario, str]] = {
+    "a header": (add_header, Scenario((Http("GET", "/items/1"),), "200"), "calls"),
     "the escaping exception's message": (
         reword_exceptions,
         Scenario((Http("GET", "/raise/unhandled"),), "500 raised Unhandled"),
+        "calls",
     ),
-    "a log record": (log_a_record, Scenario((Http("GET", "/items/1"),), "200")),
+    "a log record": (log_a_record, Scenario((Http("GET", "/items/1"),), "200"), "logs"),
 }
 
 
@@ -542,14 +545,14 @@ def test_the_comparison_sees_a_difference_in(
 ) -> None:
     """A middleware added on the install_dispatch side only makes the test fail: what it
     changes is compared."""
-    wrap, scenario = DIFFERENCES[difference]
+    wrap, scenario, shown_in = DIFFERENCES[difference]
 
     def install_and_change(app: FastAPI) -> None:
         twin.install_dispatch(app)
         app.add_middleware(Wrapping, wrap=wrap)
 
     sides = both_sides(lambda: build_app(twin.router_class, scenario.config), install_and_change)
-    with pytest.raises(AssertionError):
+    with pytest.raises(AssertionError, match=rf"^{shown_in} differ"):
         run_both(twin, scenario, caplog, sides)
 
 
@@ -581,7 +584,7 @@ def test_the_comparison_sees_a_difference_in_telemetry(
         return spanning
 
     sides["install_dispatch"].app.add_middleware(Wrapping, wrap=one_more_span)
-    with pytest.raises(AssertionError):
+    with pytest.raises(AssertionError, match=r"^telemetry differ"):
         run_both(twin, scenario, caplog, sides)
 
 
