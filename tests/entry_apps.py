@@ -456,6 +456,10 @@ def mount_sub_apps(app: FastAPI, router_class: type[MsgspecRouter]) -> None:
             "scope": routing_scope(request),
         }
 
+    @sub_router.post("/items")
+    async def sub_create_item(item: Item) -> Item:
+        return item
+
     @sub_router.get("/raise/{kind}")
     async def sub_raise(kind: str) -> Item:
         fail(kind)

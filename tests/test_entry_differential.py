@@ -304,6 +304,16 @@ SCENARIOS: dict[str, Scenario] = {
         "200",
         LIMITED,
     ),
+    # A mounted FastAPI app shares the root's byte counter and answers the 413 itself.
+    "a declared Content-Length over the limit, to a mounted FastAPI app": Scenario(
+        (Http("POST", "/sub/items", declared(OVER), (OVER,)),), "413", LIMITED
+    ),
+    "a chunked body over the limit, to a mounted FastAPI app": Scenario(
+        (Http("POST", "/sub/items", JSON, (OVER[:20], OVER[20:])),), "413", LIMITED
+    ),
+    "a body under the limit, to a mounted FastAPI app": Scenario(
+        (Http("POST", "/sub/items", declared(ITEM), (ITEM,)),), "200", LIMITED
+    ),
     "a body over the limit with telemetry on": Scenario(
         (Http("POST", "/items", JSON, (OVER[:20], OVER[20:])),),
         "413",
