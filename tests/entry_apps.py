@@ -438,9 +438,16 @@ def mount_sub_apps(app: FastAPI, router_class: type[MsgspecRouter]) -> None:
             }
         )
 
-    app.mount(
-        "/starlette", Starlette(routes=[Route("/where", starlette_where, name="starlette-where")])
+    async def starlette_echo(request: Request) -> Response:
+        return Response(await request.body())
+
+    starlette_app = Starlette(
+        routes=[
+            Route("/where", starlette_where, name="starlette-where"),
+            Route("/echo", starlette_echo, methods=["POST"]),
+        ]
     )
+    app.mount("/starlette", starlette_app)
 
     sub = FastAPI(title="sub")
     sub.state.flavour = "sub state"

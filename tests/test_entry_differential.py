@@ -304,6 +304,13 @@ SCENARIOS: dict[str, Scenario] = {
         "200",
         LIMITED,
     ),
+    # Only the application's own limit guards what no route limits.
+    "a body over the limit, to a mounted Starlette app": Scenario(
+        (Http("POST", "/starlette/echo", JSON, (OVER[:20], OVER[20:])),), "413", LIMITED
+    ),
+    "a declared Content-Length over the limit, to an unknown path": Scenario(
+        (Http("POST", "/nowhere", declared(OVER), (OVER,)),), "413", LIMITED
+    ),
     # A mounted FastAPI app shares the root's byte counter and answers the 413 itself.
     "a declared Content-Length over the limit, to a mounted FastAPI app": Scenario(
         (Http("POST", "/sub/items", declared(OVER), (OVER,)),), "413", LIMITED
