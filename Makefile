@@ -17,7 +17,7 @@ CIBUILDWHEEL_VERSION ?= 4.2.0
 BENCH_ARGS ?=
 
 $(VENV)/.installed: pyproject.toml setup.py src/msgspec_fastapi/_fastpath.pyx src/msgspec_fastapi/_depexec.py \
-		src/msgspec_fastapi/_depexec_c.pxd
+		src/msgspec_fastapi/_depexec_c.pxd src/msgspec_fastapi/_entry_py.py src/msgspec_fastapi/_entry.pxd
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "Cython>=3.1" "setuptools>=77" wheel
@@ -55,7 +55,8 @@ PY313_VENV ?= .venv-313
 PY313_PY := $(PY313_VENV)/bin/python
 
 $(PY313_VENV)/.installed: pyproject.toml setup.py src/msgspec_fastapi/_fastpath.pyx \
-		src/msgspec_fastapi/_depexec.py src/msgspec_fastapi/_depexec_c.pxd
+		src/msgspec_fastapi/_depexec.py src/msgspec_fastapi/_depexec_c.pxd \
+		src/msgspec_fastapi/_entry_py.py src/msgspec_fastapi/_entry.pxd
 	$(PYTHON313) -m venv $(PY313_VENV)
 	$(PY313_PY) -m pip install -q --upgrade pip
 	$(PY313_PY) -m pip install -q "Cython>=3.1" "setuptools>=77" wheel
@@ -124,7 +125,8 @@ SERVICE_PY := $(SERVICE_VENV)/bin/python
 BENCH_SERVICE_FLAGS ?=
 
 $(SERVICE_VENV)/.installed: bench/service/requirements.txt pyproject.toml setup.py \
-		src/msgspec_fastapi/_fastpath.pyx src/msgspec_fastapi/_depexec.py src/msgspec_fastapi/_depexec_c.pxd
+		src/msgspec_fastapi/_fastpath.pyx src/msgspec_fastapi/_depexec.py src/msgspec_fastapi/_depexec_c.pxd \
+		src/msgspec_fastapi/_entry_py.py src/msgspec_fastapi/_entry.pxd
 	$(PYTHON) -m venv $(SERVICE_VENV)
 	$(SERVICE_PY) -m pip install -q --upgrade pip
 	$(SERVICE_PY) -m pip install -q -r bench/service/requirements.txt
@@ -212,4 +214,5 @@ docs: $(DOCS_VENV)/.installed
 clean:
 	rm -rf $(VENV) $(LOW_VENV) $(PY313_VENV) $(SERVICE_VENV) $(BUILD_VENV) $(DOCS_VENV) site .venv-wheel-test \
 		.fastapi-suite build dist \
-		wheelhouse src/*.egg-info src/msgspec_fastapi/*.so src/msgspec_fastapi/_fastpath.c
+		wheelhouse src/*.egg-info src/msgspec_fastapi/*.so src/msgspec_fastapi/_fastpath.c \
+		src/msgspec_fastapi/_entry_py.c

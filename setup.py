@@ -44,6 +44,8 @@ def extensions():
         [
             Extension("msgspec_fastapi._fastpath", ["src/msgspec_fastapi/_fastpath.pyx"]),
             Extension("msgspec_fastapi._depexec_c", ["src/msgspec_fastapi/_depexec_c.py"]),
+            # One source, run as Python by the pure twin; `_entry.pxd` declares its classes.
+            Extension("msgspec_fastapi._entry", ["src/msgspec_fastapi/_entry_py.py"]),
         ],
         compiler_directives={"language_level": "3"},
     )

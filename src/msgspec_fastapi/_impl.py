@@ -45,6 +45,20 @@ def executor_compiled(module: ModuleType) -> bool:
     return not (module.__file__ or "").endswith(".py")
 
 
+# The application entry each twin runs (`_entry_install`): one source, `_entry_py.py`, run
+# as it is by the pure twin and compiled by Cython as `_entry` for the compiled one (which
+# falls back to the source where the extension was not built).
+ENTRY_MODULES = {"compiled": "msgspec_fastapi._entry", "pure": "msgspec_fastapi._entry_py"}
+
+
+def entry_for(twin: ModuleType) -> ModuleType:
+    """The application entry that goes with `twin`."""
+    try:
+        return importlib.import_module(ENTRY_MODULES[twin.IMPLEMENTATION])
+    except ImportError:
+        return importlib.import_module(ENTRY_MODULES["pure"])
+
+
 def load_twin(name: str) -> ModuleType | None:
     """The twin called `name` ("compiled" or "pure"), or None where it does not import.
 
@@ -57,9 +71,11 @@ def load_twin(name: str) -> ModuleType | None:
 
 
 __all__ = [
+    "ENTRY_MODULES",
     "EXECUTOR_MODULES",
     "IMPLEMENTATION",
     "TWIN_MODULES",
+    "entry_for",
     "executor_compiled",
     "executor_for",
     "load_twin",
