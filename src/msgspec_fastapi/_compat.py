@@ -38,7 +38,6 @@ from fastapi.exceptions import FastAPIError, RequestValidationError
 from fastapi.openapi import utils as _openapi_utils
 from fastapi.telemetry import _api as _telemetry
 from fastapi.telemetry import _asgi as _telemetry_asgi
-from fastapi.telemetry._asgi import ExceptionTelemetryMiddleware
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from starlette._exception_handler import _lookup_exception_handler
@@ -745,6 +744,8 @@ async def solve_dependencies(request: Request, dependant: Any, overrides_provide
 # against FastAPI 0.142.2 and 0.165.0 with Starlette 1.10.0; any other layer, or another
 # order, leaves FastAPI's stack in place (see `_entry_install`).
 
+ExceptionTelemetryMiddleware: type = _telemetry_asgi.ExceptionTelemetryMiddleware
+
 # What ExceptionTelemetryMiddleware records of an exception on its way out (the same
 # `_exception(scope=, exc=)` in both versions; a no-op for a request not observed).
 _record_exception: Callable[..., None] = _telemetry_asgi._exception
@@ -759,8 +760,7 @@ AppBodyLimitMiddleware: type | None
 BODY_LIMIT_INNER_LAYERS: tuple[type, ...]
 try:
     # 0.164+: the application's `max_body_size`, and the two layers it adds with one.
-    from fastapi._body_limit import AppBodyLimitMiddleware
-    from fastapi._body_limit import _BodyLimitExceptionMiddleware
+    from fastapi._body_limit import AppBodyLimitMiddleware, _BodyLimitExceptionMiddleware
     from starlette.middleware.body_limit import RequestBodyLimitMiddleware
 
     BODY_LIMIT_INNER_LAYERS = (RequestBodyLimitMiddleware, _BodyLimitExceptionMiddleware)

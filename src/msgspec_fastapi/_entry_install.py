@@ -168,6 +168,6 @@ def install_entry(app: FastAPI, module: ModuleType) -> None:
     elif current is not None:
         status.refuse("build_middleware_stack is replaced on the application object")
     elif type(app).build_middleware_stack is not FastAPI.build_middleware_stack:
-        status.refuse(f"{type(app).__qualname__} overrides build_middleware_stack")
+        status.refuse(f"{type(app).__name__} overrides build_middleware_stack")
     else:
         app.build_middleware_stack = EntryBuilder(app, module, status)  # type: ignore[method-assign]

@@ -64,7 +64,14 @@ class Inner:
     function (Starlette asks per exception).
     """
 
-    __slots__ = ("app", "async_handlers", "exception_handlers", "handlers", "other", "status_handlers")
+    __slots__ = (
+        "app",
+        "async_handlers",
+        "exception_handlers",
+        "handlers",
+        "other",
+        "status_handlers",
+    )
 
     def __init__(
         self,
