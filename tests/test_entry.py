@@ -281,6 +281,49 @@ def test_an_exception_a_handler_raises_gets_the_500(twin: Twin) -> None:
     assert (status_of(sent), raised) == (500, "KeyError: 'second'")
 
 
+@pytest.mark.parametrize("kind", ["async", "sync"])
+def test_the_routers_404_goes_to_a_status_code_handler(twin: Twin, kind: str) -> None:
+    def build(twin: Twin) -> FastAPI:
+        app = raising(ValueError("unused"))(twin)
+
+        async def async_handler(request: Request, exc: Exception) -> PlainTextResponse:
+            return PlainTextResponse(f"no {request.url.path}", 404)
+
+        def sync_handler(request: Request, exc: Exception) -> PlainTextResponse:
+            return PlainTextResponse(f"no {request.url.path}", 404)
+
+        app.add_exception_handler(404, async_handler if kind == "async" else sync_handler)
+        return app
+
+    sent, raised = both(twin, build, target="/missing")
+    assert (status_of(sent), body_of(sent), raised) == (404, b"no /missing", None)
+
+
+def test_a_stack_wrapping_the_entry_still_uses_it(twin: Twin) -> None:
+    app = FastAPI()
+
+    @app.get("/")
+    async def read() -> dict[str, int]:
+        return {"a": 1}
+
+    twin.install_dispatch(app)
+    built = app.build_middleware_stack
+
+    class Wrapper:
+        def __init__(self, app: ASGIApp) -> None:
+            self.app = app
+
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            await self.app(scope, receive, send)
+
+    # As OpenTelemetry's instrument_app wraps whatever builds the stack.
+    app.build_middleware_stack = lambda: Wrapper(built())  # type: ignore[method-assign]
+    assert TestClient(app).get("/").json() == {"a": 1}
+    status: EntryStatus = getattr(app, STATUS_ATTR)
+    assert (status.installed, status.reason) == (True, "")
+    assert isinstance(app.middleware_stack, Wrapper)
+
+
 # -- the body limit --------------------------------------------------------------------
 
 needs_body_limit = pytest.mark.skipif(

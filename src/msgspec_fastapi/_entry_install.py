@@ -57,7 +57,7 @@ class EntryStatus:
             return "the middleware stack is not built yet"
         if self._entry is None:
             reason = "app.middleware_stack was set without FastAPI building it"
-        elif stack is not self._entry:
+        elif not self._serves(stack):
             reason = "app.middleware_stack was replaced after the entry was built"
         else:
             return ""
@@ -66,6 +66,17 @@ class EntryStatus:
             self._reported = reason
             logger.warning("msgspec_fastapi entry not used: %s", reason)
         return reason
+
+    def _serves(self, stack: Any) -> bool:
+        # The entry, or a stack wrapping it (as OpenTelemetry's instrument_app wraps
+        # whatever builds the stack), each layer's app found by `.app`.
+        for _ in range(64):
+            if stack is self._entry:
+                return True
+            stack = getattr(stack, "app", None)
+            if stack is None:
+                return False
+        return False
 
     def refuse(self, reason: str) -> None:
         self._refused = reason
