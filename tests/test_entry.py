@@ -20,7 +20,7 @@ import pytest
 from fastapi import FastAPI, HTTPException, Request, WebSocket
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.middleware.gzip import GZipMiddleware
-from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi.testclient import TestClient
 from raw_asgi import JSON, Message, body_messages, scope_for
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -245,16 +245,14 @@ def test_a_status_code_handler_answers_an_http_exception(twin: Twin) -> None:
 def test_a_handled_exception_after_the_response_started_is_starlettes_error(
     twin: Twin,
 ) -> None:
+    async def raw(scope: Scope, receive: Receive, send: Send) -> None:
+        # A mounted ASGI app: its exception reaches the application's handlers unhandled.
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        raise AppError("late")
+
     def build(twin: Twin) -> FastAPI:
         app = FastAPI()
-
-        async def chunks() -> AsyncIterator[bytes]:
-            yield b"first"
-            raise AppError("late")
-
-        @app.get("/")
-        async def stream() -> StreamingResponse:
-            return StreamingResponse(chunks())
+        app.mount("/raw", raw)
 
         async def handler(request: Request, exc: Exception) -> PlainTextResponse:
             return PlainTextResponse("handled", 400)
@@ -262,8 +260,8 @@ def test_a_handled_exception_after_the_response_started_is_starlettes_error(
         app.add_exception_handler(AppError, handler)
         return app
 
-    sent, raised = both(twin, build)
-    assert status_of(sent) == 200
+    sent, raised = both(twin, build, target="/raw/")
+    assert sent == [{"type": "http.response.start", "status": 200, "headers": []}]
     assert raised == "RuntimeError: Caught handled exception, but response already started."
 
 
