@@ -43,6 +43,7 @@ PER_REQUEST = {
     "_endpoint.telemetry",
     "_errors.handlers",
     "_errors.validation",
+    "_routing.entry_py",
 }
 # FastAPI's internals, read by both sides, and the subpackages (their docstrings say what
 # each holds).
@@ -64,6 +65,7 @@ REGISTRATION = {
     "_params.models",
     "_routing.index",
     "_routing.install",
+    "_routing.stack",
 }
 
 _PYX_IMPORT = re.compile(

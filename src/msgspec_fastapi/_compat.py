@@ -37,10 +37,12 @@ from fastapi.dependencies.utils import solve_dependencies as _solve_dependencies
 from fastapi.exceptions import FastAPIError, RequestValidationError
 from fastapi.openapi import utils as _openapi_utils
 from fastapi.telemetry import _api as _telemetry
+from fastapi.telemetry import _asgi as _telemetry_asgi
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from starlette._exception_handler import _lookup_exception_handler
 from starlette._utils import get_route_path as _get_route_path
+from starlette._utils import is_async_callable as _is_async_callable
 from starlette.datastructures import FormData, Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
@@ -731,3 +733,60 @@ async def solve_dependencies(request: Request, dependant: Any, overrides_provide
         async_exit_stack=request.scope["fastapi_inner_astack"],
         embed_body_fields=False,
     )
+
+
+# -- entry: FastAPI's default application layers, as `_routing.stack` replaces them
+# FastAPI.build_middleware_stack builds, outermost first: ServerErrorMiddleware,
+# ExceptionTelemetryMiddleware, AppBodyLimitMiddleware (0.164+; none in 0.142.2), the
+# user middleware, ExceptionMiddleware, AsyncExitStackMiddleware, then the router. With a
+# `max_body_size`, AppBodyLimitMiddleware wraps its app in Starlette's
+# RequestBodyLimitMiddleware and FastAPI's `_BodyLimitExceptionMiddleware`. Checked
+# against FastAPI 0.142.2 and 0.165.0 with Starlette 1.10.0; any other layer, or another
+# order, leaves FastAPI's stack in place (see `_routing.stack`).
+
+ExceptionTelemetryMiddleware: type = _telemetry_asgi.ExceptionTelemetryMiddleware
+
+# What ExceptionTelemetryMiddleware records of an exception on its way out (the same
+# `_exception(scope=, exc=)` in both versions; a no-op for a request not observed).
+_record_exception: Callable[..., None] = _telemetry_asgi._exception
+
+
+def record_exception(scope: Scope, exc: Exception) -> None:
+    """ExceptionTelemetryMiddleware's record of `exc` in the request's telemetry."""
+    _record_exception(scope=scope, exc=exc)
+
+
+AppBodyLimitMiddleware: type | None
+BODY_LIMIT_INNER_LAYERS: tuple[type, ...]
+try:
+    # 0.164+: the application's `max_body_size`, and the two layers it adds with one.
+    from fastapi._body_limit import AppBodyLimitMiddleware, _BodyLimitExceptionMiddleware
+    from starlette.middleware.body_limit import RequestBodyLimitMiddleware
+
+    BODY_LIMIT_INNER_LAYERS = (RequestBodyLimitMiddleware, _BodyLimitExceptionMiddleware)
+except ImportError:  # pragma: no cover - exercised on FastAPI < 0.164
+    AppBodyLimitMiddleware = None
+    BODY_LIMIT_INNER_LAYERS = ()
+
+# The scope entry where Starlette's body limit records the limit of the request (set by
+# an enclosing application too: AppBodyLimitMiddleware then applies it); "" before 0.164.
+BODY_LIMIT_SCOPE_KEY: str = _BODY_LIMIT_KEY
+
+# The scope entries AsyncExitStackMiddleware and ExceptionMiddleware set.
+FILE_STACK_KEY = _FILE_STACK_KEY
+EXCEPTION_HANDLERS_KEY = _EXCEPTION_HANDLERS_KEY
+
+# Starlette's handler lookup by the exception's MRO, and its test for an async handler.
+lookup_exception_handler: Callable[[dict[Any, Any], Exception], Any] = _lookup_exception_handler
+is_async_callable: Callable[[Any], bool] = _is_async_callable
+
+
+def exception_middleware_handlers(middleware: Any) -> tuple[dict[Any, Any], dict[int, Any]]:
+    """ExceptionMiddleware's (exception class, status code) handler maps, as it puts them
+    in the scope; its defaults for HTTPException and WebSocketException included."""
+    return middleware._exception_handlers, middleware._status_handlers
+
+
+def exit_callbacks_pending(stack: AsyncExitStack) -> bool:
+    """Whether anything was pushed onto `stack` (closing an empty one does nothing)."""
+    return bool(stack._exit_callbacks)  # type: ignore[attr-defined]

@@ -26,8 +26,9 @@ IMPLEMENTATIONS = ("compiled", "pure")
 # The request path's twins, and what goes with each (same implementation).
 TWIN = "_fastpath"
 EXECUTOR = "_dependencies.executor"
+ENTRY = "_routing.entry"
 # Every pair: a build with the extensions has each compiled module.
-PAIRS = (TWIN, EXECUTOR)
+PAIRS = (TWIN, EXECUTOR, ENTRY)
 
 _FORCE_PURE = os.environ.get("MSGSPEC_FASTAPI_PURE") == "1"
 
@@ -83,6 +84,7 @@ else:
 IMPLEMENTATION: str = twin.IMPLEMENTATION
 
 __all__ = [
+    "ENTRY",
     "EXECUTOR",
     "IMPLEMENTATION",
     "IMPLEMENTATIONS",

@@ -14,6 +14,7 @@ from fastapi.routing import APIRouter
 
 from .. import _compat, _select
 from .index import build_app_index
+from .stack import install_entry
 
 
 def install_dispatch_with(app: FastAPI, twin: ModuleType) -> None:
@@ -25,6 +26,7 @@ def install_dispatch_with(app: FastAPI, twin: ModuleType) -> None:
     rebuild = partial(build_app_index, router, twin.INDEX_CLASSES)
     dispatcher = twin.AppDispatcher(router, fallback, rebuild)
     _compat.replace_router_app(router, dispatcher)
+    install_entry(app, _select.companion(_select.ENTRY, twin))
 
 
 def install_dispatch(app: FastAPI) -> None:
@@ -35,5 +37,11 @@ def install_dispatch(app: FastAPI) -> None:
     table changes. Middleware, exception handlers and the route handlers stay as they
     are; FastAPI's own loop still answers what the index does not decide (redirects,
     low-priority routes, 404, and routes only FastAPI can handle).
+
+    FastAPI's default application layers (the 500 response, telemetry's exception record,
+    the body limit, the exception handlers, the file exit stack) become one entry doing
+    what they do, built when FastAPI builds its middleware stack, with the user
+    middleware between its halves. Where the stack is not FastAPI's default, FastAPI's
+    stays: `app.msgspec_fastapi_entry` (`installed`, `reason`) and a log record say why.
     """
     install_dispatch_with(app, _select.twin)

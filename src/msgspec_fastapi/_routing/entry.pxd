@@ -1,0 +1,27 @@
+# cython: language_level=3
+# C declarations for `_routing.entry`, the compiled build of `entry_py.py`: the per-application
+# state of the entry becomes typed fields, read per request without a dict lookup.
+
+cdef class Tracker:
+    cdef public object send
+    cdef public bint started
+
+
+cdef class Inner:
+    cdef public object app
+    cdef public object other
+    cdef public tuple handlers
+    cdef public dict exception_handlers
+    cdef public dict status_handlers
+    cdef public dict async_handlers
+
+
+cdef class Outer:
+    cdef public object app
+    cdef public Inner inner
+    cdef public object body_limit
+    cdef public bint limited
+    cdef public object server_error
+    cdef public bint debug
+    cdef public object handler
+    cdef public bint handler_is_async

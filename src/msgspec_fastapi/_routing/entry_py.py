@@ -1,0 +1,226 @@
+"""The application's entry: FastAPI's default application layers as one ASGI app.
+
+FastAPI wraps every request in ServerErrorMiddleware, ExceptionTelemetryMiddleware,
+AppBodyLimitMiddleware (0.164+), the user middleware, ExceptionMiddleware and
+AsyncExitStackMiddleware. `Outer` does what the three outer layers do, `Inner` what the
+two inner ones do; without user middleware `Outer` runs `Inner`'s part itself, so a
+request passes one entry. Everything those layers decide per request from state fixed
+at startup (the handlers, the debug page, the limit) is decided once, by
+`stack` when FastAPI builds its stack; per request the entry makes one send
+wrapper (it must know whether the response started), an unentered exit stack for
+FastAPI's file closing (closed only if something was pushed onto it), and a Request only
+for an exception handler.
+
+One source: run as it is by the pure twin, compiled by Cython as `_routing.entry` (with
+`entry.pxd`) for the compiled one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from contextlib import AsyncExitStack
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .._compat import (
+    BODY_LIMIT_SCOPE_KEY,
+    EXCEPTION_HANDLERS_KEY,
+    FILE_STACK_KEY,
+    exit_callbacks_pending,
+    lookup_exception_handler,
+    record_exception,
+)
+
+RESPONSE_START = "http.response.start"
+HANDLED_AFTER_START = "Caught handled exception, but response already started."
+
+
+class Tracker:
+    """The send of a request, noting when the response starts (for the error layers)."""
+
+    __slots__ = ("send", "started")
+
+    def __init__(self, send: Send) -> None:
+        self.send = send
+        self.started = False
+
+    def __call__(self, message: Message) -> Awaitable[None]:
+        # The awaitable of the server's send itself: no coroutine of our own per message.
+        if message["type"] == RESPONSE_START:
+            self.started = True
+        return self.send(message)
+
+
+class Inner:
+    """ExceptionMiddleware and AsyncExitStackMiddleware around `app` (the router).
+
+    `other` is FastAPI's own pair of those layers, for websocket and lifespan scopes;
+    `handlers` the pair of handler maps ExceptionMiddleware puts in the scope, which the
+    routes read too; `async_handlers` says, per handler id, whether it is a coroutine
+    function (Starlette asks per exception).
+    """
+
+    __slots__ = (
+        "app",
+        "async_handlers",
+        "exception_handlers",
+        "handlers",
+        "other",
+        "status_handlers",
+    )
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        other: ASGIApp,
+        handlers: tuple[dict[Any, Any], dict[int, Any]],
+        async_handlers: dict[int, bool],
+    ) -> None:
+        self.app = app
+        self.other = other
+        self.handlers = handlers
+        self.exception_handlers = handlers[0]
+        self.status_handlers = handlers[1]
+        self.async_handlers = async_handlers
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.other(scope, receive, send)
+            return
+        await self.handle(scope, receive, Tracker(send))
+
+    async def handle(self, scope: Scope, receive: Receive, tracker: Tracker) -> None:
+        """The request through the two layers, `tracker` its send."""
+        scope[EXCEPTION_HANDLERS_KEY] = self.handlers
+        stack = AsyncExitStack()
+        scope[FILE_STACK_KEY] = stack
+        handled: Exception | None = None
+        try:
+            try:
+                await self.app(scope, receive, tracker)
+            except BaseException as exc:
+                # As `async with stack` would close it; a callback may swallow `exc`.
+                if exit_callbacks_pending(stack) and await stack.__aexit__(
+                    type(exc), exc, exc.__traceback__
+                ):
+                    return
+                raise
+            if exit_callbacks_pending(stack):
+                await stack.__aexit__(None, None, None)
+        except Exception as exc:
+            await self.handle_exception(scope, receive, tracker, exc)
+            handled = exc
+        if handled is not None:
+            # Reused exception instances would gather tracebacks across requests (as
+            # Starlette clears it). Outside the except block: the compiled twin must not
+            # clear the traceback of the exception it is handling.
+            handled.__traceback__ = None
+
+    async def handle_exception(
+        self, scope: Scope, receive: Receive, tracker: Tracker, exc: Exception
+    ) -> None:
+        """ExceptionMiddleware's handling of `exc`: the status-code handler of an
+        HTTPException, else the handler of the nearest class in the MRO; raised on when
+        there is none."""
+        handler = None
+        if isinstance(exc, HTTPException):
+            handler = self.status_handlers.get(exc.status_code)
+        if handler is None:
+            handler = lookup_exception_handler(self.exception_handlers, exc)
+        if handler is None:
+            raise exc
+        if tracker.started:
+            raise RuntimeError(HANDLED_AFTER_START) from exc
+        request = Request(scope, receive, tracker)
+        if self.async_handlers[id(handler)]:
+            response = await handler(request, exc)
+        else:
+            response = await run_in_threadpool(handler, request, exc)
+        if response is not None:
+            await response(scope, receive, tracker)
+
+
+class Outer:
+    """ServerErrorMiddleware, ExceptionTelemetryMiddleware and AppBodyLimitMiddleware
+    around `app` (the user middleware, or `inner` when there is none).
+
+    `inner` is set only without user middleware: then its part runs on this entry's
+    send. `body_limit` is FastAPI's AppBodyLimitMiddleware around `app` (None before
+    0.164), run only when it has something to do: the application has a limit
+    (`limited`) or an enclosing application set one in the scope. `server_error` is a
+    ServerErrorMiddleware with the application's settings, for its responses.
+    """
+
+    __slots__ = (
+        "app",
+        "body_limit",
+        "debug",
+        "handler",
+        "handler_is_async",
+        "inner",
+        "limited",
+        "server_error",
+    )
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        inner: Inner | None,
+        body_limit: ASGIApp | None,
+        limited: bool,
+        server_error: Any,
+        handler_is_async: bool,
+    ) -> None:
+        self.app = app
+        self.inner = inner
+        self.body_limit = body_limit
+        self.limited = limited
+        self.server_error = server_error
+        self.debug = bool(server_error.debug)
+        self.handler = server_error.handler
+        self.handler_is_async = handler_is_async
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            # The error page and the body limit concern HTTP only; the telemetry record
+            # concerns every scope.
+            try:
+                await self.app(scope, receive, send)
+            except Exception as exc:
+                record_exception(scope, exc)
+                raise
+            return
+        tracker = Tracker(send)
+        try:
+            if self.body_limit is not None and (self.limited or BODY_LIMIT_SCOPE_KEY in scope):
+                await self.body_limit(scope, receive, tracker)
+            elif self.inner is not None:
+                await self.inner.handle(scope, receive, tracker)
+            else:
+                await self.app(scope, receive, tracker)
+        except Exception as exc:
+            record_exception(scope, exc)
+            await self.server_error_response(scope, receive, send, tracker, exc)
+            # Re-raised, as ServerErrorMiddleware does, for the server to log.
+            raise
+
+    async def server_error_response(
+        self, scope: Scope, receive: Receive, send: Send, tracker: Tracker, exc: Exception
+    ) -> None:
+        """ServerErrorMiddleware's 500: the debug page, the application's handler for 500
+        or Exception, or its plain one; sent unless the response already started."""
+        request = Request(scope)
+        if self.debug:
+            response = await run_in_threadpool(self.server_error.debug_response, request, exc)
+        elif self.handler is None:
+            response = self.server_error.error_response(request, exc)
+        elif self.handler_is_async:
+            response = await self.handler(request, exc)
+        else:
+            response = await run_in_threadpool(self.handler, request, exc)
+        if not tracker.started:
+            await response(scope, receive, send)

@@ -1,0 +1,184 @@
+"""The application's entry (`entry`) put in place of FastAPI's default layers.
+
+`install_entry(app, entry)` hooks how the application builds its middleware stack: when
+FastAPI builds it (on the first request or lifespan), the hook builds FastAPI's own
+layers without the user middleware, checks they are exactly the default ones it knows,
+reads their settings off them, and returns the entry with the user middleware between
+its two halves (one entry without user middleware). Where the stack is not FastAPI's
+default, FastAPI's stack stays and the reason is logged (logger "msgspec_fastapi") and
+left in `app.msgspec_fastapi_entry` (an `EntryStatus`).
+"""
+
+from __future__ import annotations
+
+import logging
+from types import ModuleType
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.middleware.asyncexitstack import AsyncExitStackMiddleware
+from starlette.middleware.errors import ServerErrorMiddleware
+from starlette.middleware.exceptions import ExceptionMiddleware
+from starlette.types import ASGIApp
+
+from .. import _compat
+
+logger = logging.getLogger("msgspec_fastapi")
+
+STATUS_ATTR = "msgspec_fastapi_entry"
+
+# FastAPI's own layers without user middleware, outermost first, each found by `.app`.
+_OUTER_LAYERS: tuple[type, ...] = (ServerErrorMiddleware, _compat.ExceptionTelemetryMiddleware)
+if _compat.AppBodyLimitMiddleware is not None:
+    _OUTER_LAYERS += (_compat.AppBodyLimitMiddleware,)
+_INNER_LAYERS: tuple[type, ...] = (ExceptionMiddleware, AsyncExitStackMiddleware)
+
+
+class EntryStatus:
+    """Whether the entry serves the application (`installed`), and if not, why (`reason`,
+    "" when installed). Read at any time; before the stack is built it says so."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self._app = app
+        self._entry: ASGIApp | None = None
+        self._refused = ""
+        self._reported = ""
+
+    @property
+    def installed(self) -> bool:
+        return not self.reason
+
+    @property
+    def reason(self) -> str:
+        if self._refused:
+            return self._refused
+        stack = self._app.middleware_stack
+        if stack is None:
+            return "the middleware stack is not built yet"
+        if self._entry is None:
+            reason = "app.middleware_stack was set without FastAPI building it"
+        elif not self._serves(stack):
+            reason = "app.middleware_stack was replaced after the entry was built"
+        else:
+            return ""
+        if reason != self._reported:
+            # Noticed only now: reported once, when first read.
+            self._reported = reason
+            logger.warning("msgspec_fastapi entry not used: %s", reason)
+        return reason
+
+    def _serves(self, stack: Any) -> bool:
+        # The entry, or a stack wrapping it (as OpenTelemetry's instrument_app wraps
+        # whatever builds the stack), each layer's app found by `.app`.
+        for _ in range(64):
+            if stack is self._entry:
+                return True
+            stack = getattr(stack, "app", None)
+            if stack is None:
+                return False
+        return False
+
+    def refuse(self, reason: str) -> None:
+        self._refused = reason
+        logger.warning("msgspec_fastapi entry not used, FastAPI's stack kept: %s", reason)
+
+    def built(self, entry: ASGIApp) -> None:
+        self._entry = entry
+
+
+class EntryBuilder:
+    """The application's `build_middleware_stack`: the entry where FastAPI's stack is the
+    default one, else FastAPI's stack."""
+
+    def __init__(self, app: FastAPI, module: ModuleType, status: EntryStatus) -> None:
+        self.app = app
+        self.module = module
+        self.status = status
+
+    def __call__(self) -> ASGIApp:
+        app = self.app
+        saved = app.user_middleware
+        app.user_middleware = []
+        try:
+            bare = FastAPI.build_middleware_stack(app)
+        finally:
+            app.user_middleware = saved
+        layers = default_layers(bare, app)
+        if isinstance(layers, str):
+            self.status.refuse(layers)
+            return FastAPI.build_middleware_stack(app)
+        entry = build_entry(app, self.module, layers)
+        self.status.built(entry)
+        return entry
+
+
+def default_layers(stack: Any, app: FastAPI) -> list[Any] | str:
+    """FastAPI's layers in `stack` (`app`'s, built without user middleware), outermost
+    first, or why they are not exactly the default ones."""
+    layers: list[Any] = []
+    node = stack
+    while node is not app.router:
+        if node is None or len(layers) > 16:
+            return "the router is not at the bottom of FastAPI's middleware stack"
+        layers.append(node)
+        node = getattr(node, "app", None)
+    kinds = [type(layer) for layer in layers]
+    expected = list(_OUTER_LAYERS)
+    if getattr(app, "max_body_size", None) is not None:
+        expected += _compat.BODY_LIMIT_INNER_LAYERS
+    expected += _INNER_LAYERS
+    if kinds != expected:
+        names = ", ".join(kind.__qualname__ for kind in kinds)
+        return f"FastAPI's middleware stack has layers the entry does not know: {names}"
+    if layers[-1].context_name != _compat.FILE_STACK_KEY:
+        return "AsyncExitStackMiddleware keeps its stack under another scope key"
+    return layers
+
+
+def build_entry(app: FastAPI, module: ModuleType, layers: list[Any]) -> ASGIApp:
+    """The entry for `app`, with its user middleware between the two halves."""
+    server_error = layers[0]
+    exceptions = layers[-2]
+    handlers = _compat.exception_middleware_handlers(exceptions)
+    async_handlers = {
+        id(handler): _compat.is_async_callable(handler)
+        for table in handlers
+        for handler in table.values()
+    }
+    inner = module.Inner(app.router, exceptions, handlers, async_handlers)
+    chain: ASGIApp = inner
+    for cls, args, kwargs in reversed(app.user_middleware):
+        chain = cls(chain, *args, **kwargs)
+    limit = getattr(app, "max_body_size", None)
+    body_limit = None
+    if _compat.AppBodyLimitMiddleware is not None:
+        body_limit = _compat.AppBodyLimitMiddleware(chain, max_body_size=limit)
+    handler = server_error.handler
+    return module.Outer(  # type: ignore[no-any-return]
+        chain,
+        inner if chain is inner else None,
+        body_limit,
+        limit is not None,
+        server_error,
+        handler is not None and _compat.is_async_callable(handler),
+    )
+
+
+def install_entry(app: FastAPI, module: ModuleType) -> None:
+    """Have `app` build the entry (of `module`, `_routing.entry` or its pure twin) in place of FastAPI's
+    default layers; `app.msgspec_fastapi_entry` tells whether it did."""
+    current = vars(app).get("build_middleware_stack")
+    if isinstance(current, EntryBuilder):
+        # install_dispatch again: the same hook, with the twin of this call.
+        current.module = module
+        return
+    status = EntryStatus(app)
+    setattr(app, STATUS_ATTR, status)
+    if app.middleware_stack is not None:
+        status.refuse("the middleware stack was built before install_dispatch")
+    elif current is not None:
+        status.refuse("build_middleware_stack is replaced on the application object")
+    elif type(app).build_middleware_stack is not FastAPI.build_middleware_stack:
+        status.refuse(f"{type(app).__name__} overrides build_middleware_stack")
+    else:
+        app.build_middleware_stack = EntryBuilder(app, module, status)  # type: ignore[method-assign]
