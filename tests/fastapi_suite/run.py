@@ -232,7 +232,8 @@ def run_pytest(python: Path, tree: Path, suite: Suite, run: Run, pytest_args: li
     run.cpu = usage.ru_utime + usage.ru_stime
     if run.log is not None:
         # Its last lines: pytest's counts and the plugin's summary.
-        tail = run.log.read_text(errors="replace").splitlines()[-3:]
+        lines = run.log.read_text(errors="replace").splitlines()
+        tail = [line for line in lines if line.strip()][-2:]
         print(f"== {run.name} done:", *tail, sep="\n  ", flush=True)
     if not run.outcomes_file.exists():
         shown = f" (see {run.log})" if run.log else " (see its output above)"
