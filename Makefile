@@ -11,7 +11,7 @@ BUILD_PY := $(BUILD_VENV)/bin/python
 # Keep in step with the pypa/cibuildwheel pin in .github/workflows/wheels.yml.
 CIBUILDWHEEL_VERSION ?= 4.2.0
 
-.PHONY: test test-lowest test-py313 test-fastapi test-upstream bench bench-quick bench-errors bench-icount bench-icount-quick bench-icount-tools bench-service bench-service-pg bench-service-tools lint fuzz clean
+.PHONY: test test-lowest test-py313 test-fastapi test-fastapi-dispatch test-upstream bench bench-quick bench-errors bench-icount bench-icount-quick bench-icount-tools bench-service bench-service-pg bench-service-tools lint fuzz clean
 .PHONY: wheel wheel-test check-build-identifiers check-clone docs
 
 BENCH_ARGS ?=
@@ -75,15 +75,23 @@ test-py313: $(PY313_VENV)/.installed
 # FastAPI's own test suite (from its sdist, for the FastAPI in $(VENV)) with MsgspecRouter in
 # place of APIRouter, on both twins; fails on a failure tests/fastapi_suite/differences.toml
 # does not list, and on a listed test that passes. Its venv and the sdist are cached in
-# .fastapi-suite/. FASTAPI_SUITE_ARGS="--fastapi 0.142.2" runs it at another FastAPI.
+# .fastapi-suite/. FASTAPI_SUITE_ARGS="--fastapi 0.142.2" runs it at another FastAPI,
+# "--mode both" in plain and dispatch mode; FASTAPI_SUITE_JOBS processes run at once.
 FASTAPI_SUITE_ARGS ?=
+FASTAPI_SUITE_JOBS ?= 1
 test-fastapi: $(VENV)/.installed
-	$(PY) tests/fastapi_suite/run.py $(FASTAPI_SUITE_ARGS)
+	$(PY) tests/fastapi_suite/run.py --jobs $(FASTAPI_SUITE_JOBS) $(FASTAPI_SUITE_ARGS)
+
+# The same with install_dispatch on every application the suite calls: fails on a failure
+# neither differences.toml nor tests/fastapi_suite/dispatch_differences.toml lists.
+test-fastapi-dispatch: $(VENV)/.installed
+	$(PY) tests/fastapi_suite/run.py --mode dispatch --jobs $(FASTAPI_SUITE_JOBS) \
+		$(FASTAPI_SUITE_ARGS)
 
 # Upstream msgspec-fastapi 0.0.4's own tests against this package, on both twins, with
 # their expected failures in tests/fastapi_suite/upstream_differences.toml.
 test-upstream: $(VENV)/.installed
-	$(PY) tests/fastapi_suite/run.py --suite upstream $(FASTAPI_SUITE_ARGS)
+	$(PY) tests/fastapi_suite/run.py --suite upstream --jobs $(FASTAPI_SUITE_JOBS) $(FASTAPI_SUITE_ARGS)
 
 $(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
 	$(PY) -m pip install -q -r bench/requirements.txt

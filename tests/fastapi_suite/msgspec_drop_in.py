@@ -10,12 +10,22 @@ where FastAPI and the tests reach it:
   test adds with `@app.get(...)` are MsgspecRoutes too: most of the suite declares its
   routes on the app, and a drop-in must hold there as much as on included routers.
 
-Every FastAPI application handed to a TestClient gets `install_dispatch`, as a user's
-application would after including its routers (routes added afterwards are picked up).
-
 Every application's OpenAPI document gets `install_openapi(app, app.router)` when it is
 first built, as a user's would after including the routers: the app's router includes
 every other router, and MsgspecRouter.include_router gathers their msgspec schemas.
+
+With `--msgspec-dispatch`, every FastAPI application gets `install_dispatch` when it is
+first called (by a TestClient, an ASGI transport, or a Mount above it), as a user's would
+after including its routers, before serving; routes added afterwards are picked up. An
+application whose router is not FastAPI's APIRouter (a subclass with its own route loop)
+is left as it is, since install_dispatch refuses it (TypeError); it must take any other.
+Without the option, routing is FastAPI's own loop over MsgspecRoutes: the two runs tell
+the router's differences from install_dispatch's.
+
+FastAPI's tests that run in a child interpreter are skipped: those that
+`tests/test_telemetry/_subprocess.py`'s `run_in_subprocess` wraps, and the CLI test that
+runs `fastapi dev`. This plugin is not loaded there, so they test FastAPI alone; they cost
+about 40% of the suite's CPU time, and the CLI one times out on a loaded machine.
 
 The twin is the one the package picked at import (MSGSPEC_FASTAPI_PURE=1 forces the pure
 one); `outcomes` checks it is the one expected.
@@ -23,14 +33,15 @@ one); `outcomes` checks it is the one expected.
 
 from __future__ import annotations
 
+import os
 import weakref
 from typing import Any
 
 import fastapi
 import fastapi.routing
 import pytest
-import starlette.testclient
 from fastapi import FastAPI
+from starlette.types import Receive, Scope, Send
 
 import msgspec_fastapi
 from msgspec_fastapi import MsgspecRouter, install_dispatch, install_openapi
@@ -39,16 +50,30 @@ _ORIGINALS = {
     (fastapi, "APIRouter"): fastapi.APIRouter,
     (fastapi.routing, "APIRouter"): fastapi.routing.APIRouter,
 }
-_CLIENT_INIT = starlette.testclient.TestClient.__init__
+_APIROUTER = fastapi.routing.APIRouter
+_CALL = FastAPI.__call__
 _OPENAPI = FastAPI.openapi
-_DISPATCHED: weakref.WeakSet[FastAPI] = weakref.WeakSet()
+# Applications seen by the first call, and the router classes of those left as they are.
+_SEEN: weakref.WeakSet[FastAPI] = weakref.WeakSet()
+_LEFT: list[str] = []
+_counts = {"dispatched": 0}
+# Where FastAPI's suite keeps the wrapper that runs a test in a child interpreter, and
+# the tests that start one themselves.
+_CHILD_RUNNER = os.path.join("tests", "test_telemetry", "_subprocess.py")
+_CHILD_TESTS = {"tests/test_fastapi_cli.py::test_fastapi_cli"}
+_IN_CHILD = pytest.mark.skip(reason="runs in a child interpreter, without msgspec_drop_in")
 
 
-def _client_init(self: Any, app: Any, *args: Any, **kwargs: Any) -> None:
-    if isinstance(app, FastAPI) and app not in _DISPATCHED:
-        install_dispatch(app)
-        _DISPATCHED.add(app)
-    _CLIENT_INIT(self, app, *args, **kwargs)
+async def _call(self: FastAPI, scope: Scope, receive: Receive, send: Send) -> None:
+    if self not in _SEEN:
+        _SEEN.add(self)
+        router = self.router
+        if isinstance(router, _APIROUTER) and type(router).app is _APIROUTER.app:
+            install_dispatch(self)  # whatever it raises fails the test
+            _counts["dispatched"] += 1
+        else:
+            _LEFT.append(type(router).__qualname__)
+    await _CALL(self, scope, receive, send)
 
 
 def _openapi(self: FastAPI) -> dict[str, Any]:
@@ -58,22 +83,52 @@ def _openapi(self: FastAPI) -> dict[str, Any]:
     return _OPENAPI(self)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--msgspec-dispatch",
+        action="store_true",
+        help="install_dispatch on every FastAPI application at its first call",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     for module, name in _ORIGINALS:
         setattr(module, name, MsgspecRouter)
-    starlette.testclient.TestClient.__init__ = _client_init  # type: ignore[method-assign]
     FastAPI.openapi = _openapi  # type: ignore[method-assign]
+    if config.getoption("--msgspec-dispatch"):
+        FastAPI.__call__ = _call  # type: ignore[method-assign]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        function = getattr(item, "function", None)
+        # A wrapper's code is where it was written, not where the test was.
+        where = getattr(getattr(function, "__code__", None), "co_filename", "")
+        wrapped = hasattr(function, "__wrapped__") and where.endswith(_CHILD_RUNNER)
+        if wrapped or item.nodeid in _CHILD_TESTS:
+            item.add_marker(_IN_CHILD)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     for (module, name), original in _ORIGINALS.items():
         setattr(module, name, original)
-    starlette.testclient.TestClient.__init__ = _CLIENT_INIT  # type: ignore[method-assign]
     FastAPI.openapi = _OPENAPI  # type: ignore[method-assign]
+    FastAPI.__call__ = _CALL  # type: ignore[method-assign]
 
 
 def pytest_report_header(config: pytest.Config) -> str:
+    routing = "install_dispatch" if config.getoption("--msgspec-dispatch") else "FastAPI's"
     return (
-        f"msgspec_drop_in: MsgspecRouter in place of APIRouter, "
+        f"msgspec_drop_in: MsgspecRouter in place of APIRouter, {routing} routing, "
         f"twin {msgspec_fastapi.IMPLEMENTATION}"
+    )
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if not config.getoption("--msgspec-dispatch"):
+        return
+    left = ", ".join(sorted(set(_LEFT))) or "none"
+    terminalreporter.write_line(
+        f"msgspec_drop_in: install_dispatch on {_counts['dispatched']} applications; "
+        f"{len(_LEFT)} left as they are (their router classes: {left})"
     )
