@@ -22,13 +22,11 @@ Routes are on the twin's MsgspecRouter, a few on the application itself; every t
 on both twins.
 
 `entry_state(app)` reads what `install_dispatch` reports about the entry once the stack
-is built; the tests of that report are marked xfail while the installed package has no
-entry (see ENTRY_MISSING).
+is built.
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 from collections.abc import Callable
@@ -49,13 +47,11 @@ from entry_apps import (
     both_sides,
     build_app,
     serve,
-    serve_calls,
 )
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from twins import Twin
 
-from msgspec_fastapi import MsgspecRouter, install_dispatch
 from msgspec_fastapi.router import MsgspecRoute
 
 JSON = ((b"content-type", b"application/json"),)
@@ -621,25 +617,6 @@ def installed_application(twin: Twin, config: Config) -> Built:
     return built
 
 
-def package_has_entry() -> bool:
-    """Whether the installed package reports an entry: the public `install_dispatch`,
-    then one request to build the stack."""
-    built = build_app(MsgspecRouter, Config())
-    install_dispatch(built.app)
-    asyncio.run(serve_calls(built.app, (Http("GET", "/items/1"),), lifespan=False))
-    return entry_state(built.app) is not None
-
-
-# The entry is being added to install_dispatch apart from these tests; until it is, its
-# tests are expected to fail (strictly). Remove this marker once it is merged: from then
-# on a lost entry must fail, not xfail.
-ENTRY_MISSING = not package_has_entry()
-needs_entry = pytest.mark.xfail(
-    ENTRY_MISSING, reason="install_dispatch has no application entry yet", strict=True
-)
-
-
-@needs_entry
 @pytest.mark.parametrize(
     "config",
     [
@@ -663,7 +640,6 @@ def test_the_entry_replaces_a_default_stack(
     assert state[0] is True
 
 
-@needs_entry
 def test_the_entry_is_built_by_the_lifespan(twin: Twin, caplog: pytest.LogCaptureFixture) -> None:
     built = installed_application(twin, Config())
     serve(built, (), caplog, lifespan=True)
@@ -672,7 +648,6 @@ def test_the_entry_is_built_by_the_lifespan(twin: Twin, caplog: pytest.LogCaptur
     assert state[0] is True
 
 
-@needs_entry
 def test_the_entry_stands_aside_for_an_own_build_middleware_stack(
     twin: Twin, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -165,8 +165,8 @@ def build_entry(app: FastAPI, module: ModuleType, layers: list[Any]) -> ASGIApp:
 
 
 def install_entry(app: FastAPI, module: ModuleType) -> None:
-    """Have `app` build the entry (of `module`, `_routing.entry` or its pure twin) in place of FastAPI's
-    default layers; `app.msgspec_fastapi_entry` tells whether it did."""
+    """Have `app` build the entry (of `module`: `_routing.entry` or its pure twin) in place
+    of FastAPI's default layers; `app.msgspec_fastapi_entry` tells whether it did."""
     current = vars(app).get("build_middleware_stack")
     if isinstance(current, EntryBuilder):
         # install_dispatch again: the same hook, with the twin of this call.
