@@ -43,6 +43,7 @@ PER_REQUEST = {
     "_endpoint.telemetry",
     "_errors.handlers",
     "_errors.validation",
+    "_errors.pydantic_style",
 }
 # FastAPI's internals, read by both sides, and the subpackages (their docstrings say what
 # each holds).

@@ -20,7 +20,7 @@ import dataclasses
 import inspect
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager, AsyncExitStack
-from functools import cache
+from functools import cache, partial
 from typing import Annotated, Any, get_args, get_origin
 
 from anyio import CancelScope
@@ -291,6 +291,13 @@ def replace_validator(
     shadows the method.
     """
     field.validate = validate
+
+
+def pydantic_validation(field: Any) -> Callable[..., tuple[Any, list[dict[str, Any]]]]:
+    """FastAPI's own validation of a parameter's ModelField (the method
+    `replace_validator` shadows), bound to the field: `(value, values, loc=loc)`, with
+    Pydantic's errors at `loc`. Checked against FastAPI 0.142.2 to 0.165.0."""
+    return partial(type(field).validate, field)
 
 
 def body_field_info(annotation: Any, default: Any) -> FieldInfo:
