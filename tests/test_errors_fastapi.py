@@ -32,6 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from support import delegating_dependency
 from twins import Twin
 
+from msgspec_fastapi._compat import body_null_is_missing
+
 CASES = int(os.environ.get("MSGSPEC_FASTAPI_ERROR_CASES", "300"))
 SEED = 20261203
 
@@ -195,6 +197,12 @@ PARAMETER_VALUES: dict[str, list[str]] = {
     "x_count": ["3", "x", "1.5"],
     "session": ["4", "x"],
 }
+
+
+# Before FastAPI 0.165 an embedded part sent as `null` takes its default: a 200 there,
+# where msgspec refuses `null` for a `str` part (a 422); left out of the table there.
+NULL_IS_MISSING = body_null_is_missing()
+NULL_PART_BEFORE_0_165 = b'{"body": {"req": 1}, "count": 1, "note": null}'
 
 
 def _struct(name: str, kinds: dict[str, Any], **options: Any) -> Any:
@@ -419,7 +427,8 @@ def generate(count: int) -> list[Case]:
             if rng.random() < 0.5:
                 _break_kinds(rng, body["body"])
             if rng.random() < 0.2:
-                body["note"] = rng.choice([1, None, []])
+                # Not `null`: see NULL_PART_BEFORE_0_165.
+                body["note"] = rng.choice([1, []] if NULL_IS_MISSING else [1, None, []])
             if rng.random() < 0.1:
                 del body["body"]
         elif shape == "closed":
@@ -476,6 +485,13 @@ def test_listed_difference_still_differs(twin: Twin, name: str) -> None:
     path, field = ("/bytes", "f_bytes") if kind == "bytes" else ("/one", f"f_{kind}")
     body = json.dumps({"req": 1, field: value}).encode()
     assert _answer(msgspec_client(twin), path, body) != _answer(fastapi_client(), path, body)
+
+
+@pytest.mark.skipif(not NULL_IS_MISSING, reason="FastAPI 0.165 validates a null part")
+def test_null_optional_part_before_0_165_still_differs(twin: Twin) -> None:
+    body = NULL_PART_BEFORE_0_165
+    fastapi = _answer(fastapi_client(), "/embedded", body)
+    assert _answer(msgspec_client(twin), "/embedded", body) != fastapi
 
 
 def test_malformed_json_is_fastapis_json_invalid(twin: Twin) -> None:

@@ -30,6 +30,7 @@ from fastapi import HTTPException
 from fastapi.exceptions import RequestValidationError
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
+from .._compat import body_null_is_missing
 from .._shared import malformed_json, nested_too_deeply
 
 if TYPE_CHECKING:
@@ -197,17 +198,24 @@ class FastAPIBodyErrors:
     def errors(self, value: Any) -> list[dict[str, Any]]:
         """Pydantic's errors for `value`, at FastAPI's locations."""
         assert self.adapters is not None
+        # Before FastAPI 0.165 a `null` body or part counts as missing.
+        null_missing = body_null_is_missing()
         found: list[dict[str, Any]] = []
         for key, (adapter, required) in self.adapters.items():
             where: tuple[Any, ...] = ("body",) if key is None else ("body", key)
             if key is None:
+                if value is None and null_missing:
+                    found.append(_missing(where))
+                    continue
                 part = value
             elif not isinstance(value, dict):
                 # FastAPI reads each part of an embedded body from an object: every part,
-                # even one with a default, is missing from anything else.
-                found.append(_missing(where))
+                # even one with a default, is missing from anything else (but `null`
+                # before 0.165, which leaves the parts with defaults to them).
+                if required or not (value is None and null_missing):
+                    found.append(_missing(where))
                 continue
-            elif key in value:
+            elif key in value and not (value[key] is None and null_missing):
                 part = value[key]
             else:
                 if required:
