@@ -617,3 +617,11 @@ def test_a_parameter_pydantic_would_take_is_still_refused(twin: Twin) -> None:
     assert refused.status_code == 422
     assert refused.json()["detail"][0]["type"] == "value_error.msgspec"
     assert client.get("/", params={"n": "x"}).json()["detail"][0]["type"] == "int_parsing"
+
+
+@pytest.mark.parametrize("depth", [3_000, 200_000])
+def test_a_body_nested_too_deeply_is_a_400(twin: Twin, depth: int) -> None:
+    body = b'{"req": 1, "f_list": ' + b"[" * depth + b"]" * depth + b"}"
+    status, payload = _answer(msgspec_client(twin), "/one", body)
+    assert status == 400
+    assert "nested too deeply" in payload["detail"]

@@ -57,7 +57,7 @@ from ._endpoint.plan import (
     literal_path,
 )
 from ._endpoint.telemetry import traced_handler
-from ._errors.pydantic_style import FastAPIBodyErrors
+from ._errors.pydantic_style import FastAPIBodyErrors, fastapi_parameter_errors
 from ._openapi.schemas import merge_components, mixed_request_body
 from ._params.converters import direct_param_specs, prepare_dependant
 from ._routing.index import build_included_index
@@ -315,7 +315,8 @@ class MsgspecRoute(APIRoute):
                 spec, wrapper = analysis.spec, analysis.endpoint
                 openapi_extra = analysis.options.get("openapi_extra")
             self._bind_inclusion(context)
-        prepare_dependant(target.dependant, self.msgspec_errors)
+        fastapi_errors = self.msgspec_errors == "fastapi"
+        prepare_dependant(target.dependant, fastapi_parameter_errors if fastapi_errors else None)
         body = spec.body if spec is not None else None
         single = None
         if spec is not None and target.body_field is not None:
@@ -341,7 +342,7 @@ class MsgspecRoute(APIRoute):
         may_run_direct = (
             spec.form is None and respond_as == _RESPOND_MSGSPEC and not (own_handler or wrapped)
         )
-        if body is not None and self.msgspec_errors == "fastapi":
+        if body is not None and fastapi_errors:
             body = fastapi_errors_body(body)
         plan = RoutePlan(
             body=body,

@@ -23,7 +23,7 @@ import enum
 import json
 from collections.abc import Callable
 from types import UnionType
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import msgspec
 from fastapi import HTTPException
@@ -32,9 +32,7 @@ from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, create_mod
 
 from .._compat import body_null_is_missing
 from .._shared import malformed_json, nested_too_deeply
-
-if TYPE_CHECKING:
-    from .validation import BodyErrors
+from .validation import BodyErrors, nests_deeper_than
 
 # The Meta constraints Pydantic's Field takes under the same names.
 _CONSTRAINTS = (
@@ -190,6 +188,9 @@ class FastAPIBodyErrors:
                 value = json.loads(raw)
             except (ValueError, RecursionError):
                 raise json_invalid(raw) from None
+            if nests_deeper_than(raw, value, False):
+                # Deeper than FastAPI's handler can encode as an error's input.
+                raise nested_too_deeply()
         errors = self.errors(value)
         if not errors:
             return self.fallback(exc, raw)

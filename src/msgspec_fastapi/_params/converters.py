@@ -18,7 +18,6 @@ from pydantic.fields import FieldInfo
 from pydantic_core import SchemaValidator, core_schema
 
 from .._compat import pydantic_validation, replace_validator
-from .._errors.pydantic_style import fastapi_parameter_errors
 from .._errors.validation import Loc, path_text, split_message, value_at
 from .._shared import FAST_DIGITS_MAX, PARAM_COOKIE, PARAM_HEADER, PARAM_PATH, PARAM_QUERY
 from .annotations import (
@@ -389,14 +388,18 @@ def sequence_kind(annotation: Any) -> bool | None:
     return False
 
 
-def prepare_dependant(dependant: Any, errors: str = "msgspec") -> None:
+# Wraps a parameter's converter where it fails: (ours, FastAPI's) -> the route's.
+OnFailure = Callable[[Converter, Converter], Converter]
+
+
+def prepare_dependant(dependant: Any, on_failure: OnFailure | None = None) -> None:
     """Give every msgspec-convertible parameter of a FastAPI Dependant our converter.
 
     FastAPI keeps extracting the values (aliases, defaults, repeated keys); only the
     validation changes. Parameters msgspec cannot take (Pydantic models, Pydantic-only
     types such as `AnyUrl`, Pydantic validators) stay FastAPI's, which keeps their route
-    on the delegated tier (`direct_param_specs`). With `errors="fastapi"` a converter
-    that fails answers with FastAPI's errors (`_errors.pydantic_style`).
+    on the delegated tier (`direct_param_specs`). `on_failure` (a route's with
+    errors="fastapi") makes each converter answer its failures otherwise.
     """
     for group in PARAM_GROUPS:
         for field in getattr(dependant, group):
@@ -412,13 +415,13 @@ def prepare_dependant(dependant: Any, errors: str = "msgspec") -> None:
                 continue
             bounds = int_bounds(target, strict)
             converter = make_converter(target, strict, bounds)
-            if errors == "fastapi":
-                converter = fastapi_parameter_errors(converter, pydantic_validation(field))
+            if on_failure is not None:
+                converter = on_failure(converter, pydantic_validation(field))
             replace_validator(field, converter)
             field.msgspec_target = target
             field.msgspec_int_bounds = bounds
     for dependency in dependant.dependencies:
-        prepare_dependant(dependency, errors)
+        prepare_dependant(dependency, on_failure)
 
 
 def direct_param_specs(dependant: Any) -> tuple[ParamSpec, ...] | None:
