@@ -1,11 +1,12 @@
 """`errors="fastapi"`: a failing body gets the 422 FastAPI gives with the equivalent
 Pydantic model, in lax mode; the option's registration checks.
 
-The differential sends a generated table of bodies (each kind of field alone, nested in a
-Struct, in a list and a dict, embedded beside another part, several errors at once,
-malformed JSON, unknown fields) to the same routes written with `APIRouter` and Pydantic
-models and with `MsgspecRouter(errors="fastapi")` and Structs, on both tiers and both
-twins, and compares status and body. MSGSPEC_FASTAPI_ERROR_CASES sets the number of
+The differential sends a generated table of requests (bodies with each kind of field
+alone, nested in a Struct, in a list and a dict, embedded beside other parts, several
+errors at once, malformed JSON, unknown fields; path, query, header and cookie
+parameters, with and without a body; a query and a cookie model) to the same routes
+written with `APIRouter` and Pydantic models and with `MsgspecRouter(errors="fastapi")`
+and Structs, on both tiers and both twins, and compares status and body. MSGSPEC_FASTAPI_ERROR_CASES sets the number of
 generated bodies (`make fuzz-errors` runs 10,000); the seed is fixed.
 
 Values where the two cannot agree are left out of the table and listed in
@@ -205,6 +206,40 @@ NULL_IS_MISSING = body_null_is_missing()
 NULL_PART_BEFORE_0_165 = b'{"body": {"req": 1}, "count": 1, "note": null}'
 
 
+class Filters(msgspec.Struct, forbid_unknown_fields=True):
+    q: str
+    limit: Annotated[int, msgspec.Meta(gt=0, le=50)] = 10
+    tags: list[int] = []
+    flag: bool = False
+
+
+class FiltersModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    q: str
+    limit: Annotated[int, Field(gt=0, le=50)] = 10
+    tags: list[int] = []
+    flag: bool = False
+
+
+class Prefs(msgspec.Struct):
+    session: int
+    theme: Literal["dark", "light"] = "light"
+
+
+class PrefsModel(BaseModel):
+    session: int
+    theme: Literal["dark", "light"] = "light"
+
+
+MODEL_QUERY_VALUES = {
+    "q": ["a"],
+    "limit": ["5", "0", "51", "x"],
+    "tags": ["1", "x"],
+    "flag": ["true", "x"],
+    "zzz": ["1"],
+}
+
+
 def _struct(name: str, kinds: dict[str, Any], **options: Any) -> Any:
     fields = [("req", int)]
     fields += [(f"f_{kind}", spec[0], msgspec.field(default=None)) for kind, spec in kinds.items()]
@@ -311,6 +346,17 @@ def _routes(router: APIRouter, types: dict[str, Any], delegated: bool) -> None:
         "body": kinds,
         "return": ok,
     }
+
+    def models(filters: Any, prefs: Any) -> Any:
+        return {"ok": True}
+
+    filters_type, prefs_type = types["filters"], types["prefs"]
+    models.__annotations__ = {
+        "filters": Annotated[filters_type, Query()],
+        "prefs": Annotated[prefs_type, Cookie()],
+        "return": ok,
+    }
+    add("/models", models)
     add("/params/{item_id}", params)
     add("/params/{item_id}/body", params_and_body)
     add("/one", one)
@@ -323,7 +369,7 @@ def _routes(router: APIRouter, types: dict[str, Any], delegated: bool) -> None:
 def fastapi_client() -> TestClient:
     router = APIRouter()
     types = {"kinds": KindsModel, "outer": OuterModel, "closed": ClosedModel}
-    types["bytes"] = WithBytesModel
+    types.update(bytes=WithBytesModel, filters=FiltersModel, prefs=PrefsModel)
     for delegated in (False, True):
         _routes(router, types, delegated)
     app = FastAPI()
@@ -334,6 +380,7 @@ def fastapi_client() -> TestClient:
 def msgspec_client(twin: Twin) -> TestClient:
     router = twin.router_class(errors="fastapi")
     types = {"kinds": Kinds, "outer": Outer, "closed": Closed, "bytes": WithBytes}
+    types.update(filters=Filters, prefs=Prefs)
     for delegated in (False, True):
         _routes(router, types, delegated)
     app = FastAPI()
@@ -379,6 +426,22 @@ def _parameters(rng: random.Random) -> tuple[str, dict[str, str], bool]:
     return path + ("?" + "&".join(query) if query else ""), headers, with_body
 
 
+def _models(rng: random.Random) -> tuple[str, dict[str, str]]:
+    """A request's path and query for the query model, and its cookie header."""
+    query = []
+    for name, values in MODEL_QUERY_VALUES.items():
+        for _ in range(rng.choice([0, 1, 1, 2]) if name == "tags" else 1):
+            if rng.random() < (0.85 if name == "q" else 0.4):
+                query.append(f"{name}={rng.choice(values)}")
+    cookies = []
+    if rng.random() < 0.8:
+        cookies.append(f"session={rng.choice(['1', 'x'])}")
+    if rng.random() < 0.4:
+        cookies.append(f"theme={rng.choice(['dark', 'blue'])}")
+    headers = {"cookie": "; ".join(cookies)} if cookies else {}
+    return "/models" + ("?" + "&".join(query) if query else ""), headers
+
+
 def _malformed(rng: random.Random) -> bytes:
     text = json.dumps(_valid_kinds(rng))
     cut = rng.randint(0, len(text) - 1)
@@ -395,8 +458,12 @@ def generate(count: int) -> list[Case]:
     while len(table) < count:
         prefix = rng.choice(["", "/delegated"])
         shapes = ["one", "one", "nested", "embedded", "closed", "malformed", "other", "params"]
-        shape = rng.choice(shapes)
+        shape = rng.choice([*shapes, "models"])
         body: Any
+        if shape == "models":
+            path, headers = _models(rng)
+            table[prefix + path, b"", tuple(headers.items())] = None
+            continue
         if shape == "params":
             path, headers, with_body = _parameters(rng)
             content = b""

@@ -57,11 +57,16 @@ from ._endpoint.plan import (
     literal_path,
 )
 from ._endpoint.telemetry import traced_handler
-from ._errors.pydantic_style import FastAPIBodyErrors, fastapi_parameter_errors
+from ._errors.pydantic_style import (
+    FastAPIBodyErrors,
+    ModelErrors,
+    NoEquivalent,
+    fastapi_parameter_errors,
+)
 from ._openapi.schemas import merge_components, mixed_request_body
 from ._params.converters import direct_param_specs, prepare_dependant
 from ._routing.index import build_included_index
-from ._shared import DIRECT_ATTR, MATCHER_ATTR, STREAM_NONE
+from ._shared import DIRECT_ATTR, MATCHER_ATTR, PARAM_COOKIE, PARAM_QUERY, STREAM_NONE
 from .responses import MsgspecJSONResponse
 
 # On a route context built on an inclusion's analysis: (the analysis, the inclusion's
@@ -179,6 +184,22 @@ def fastapi_errors_body(body: BodyPlan) -> BodyPlan:
         decoder=msgspec.json.Decoder(type=body.decode_type, strict=False),
         report_invalid=FastAPIBodyErrors(body.decode_type, body.report_invalid),
     )
+
+
+def fastapi_errors_spec(spec: EndpointSpec) -> EndpointSpec:
+    """The spec with its query and cookie models answering failures as FastAPI does
+    (`_errors.pydantic_style.ModelErrors`), where Pydantic has an equivalent type; header
+    and form models, and the rest, keep msgspec's errors."""
+    models = []
+    for model in spec.models:
+        if model.location in (PARAM_QUERY, PARAM_COOKIE):
+            try:
+                report = ModelErrors(model.model, model.where)
+            except (NoEquivalent, TypeError, ValueError, NameError):
+                report = None  # no Pydantic equivalent: msgspec's errors
+            model = replace(model, report=report)
+        models.append(model)
+    return replace(spec, models=tuple(models))
 
 
 def _content_type(response_class: Any) -> str:
@@ -317,6 +338,8 @@ class MsgspecRoute(APIRoute):
             self._bind_inclusion(context)
         fastapi_errors = self.msgspec_errors == "fastapi"
         prepare_dependant(target.dependant, fastapi_parameter_errors if fastapi_errors else None)
+        if spec is not None and fastapi_errors and spec.models:
+            spec = fastapi_errors_spec(spec)
         body = spec.body if spec is not None else None
         single = None
         if spec is not None and target.body_field is not None:

@@ -15,6 +15,10 @@ tagged Structs, recursive Structs), the report falls back to msgspec's
 (`_errors.validation.BodyErrors`). A body that is not JSON is FastAPI's 422
 `json_invalid` at the character Python's `json` stopped at; one that is not UTF-8 is
 FastAPI's 400. Nothing here runs for a body that decodes.
+
+Parameters: a converter that fails hands the value to FastAPI's own validation of the
+parameter (`fastapi_parameter_errors`); a query or cookie model's failure is validated
+again with its Pydantic equivalent (`ModelErrors`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Callable
+from copy import deepcopy
 from types import UnionType
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -30,7 +35,7 @@ from fastapi import HTTPException
 from fastapi.exceptions import RequestValidationError
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
-from .._compat import body_null_is_missing
+from .._compat import body_null_is_missing, parameter_models_take_defaults
 from .._shared import malformed_json, nested_too_deeply
 from .validation import BodyErrors, nests_deeper_than
 
@@ -230,6 +235,50 @@ class FastAPIBodyErrors:
             except RecursionError:
                 return []
         return found
+
+
+class ModelErrors:
+    """A query or cookie model's failure as FastAPI reports it: Pydantic's errors for the
+    values FastAPI validates the model from, located under `where`; built at
+    registration (`NoEquivalent` or Pydantic's TypeError where there is no such type)."""
+
+    __slots__ = ("adapter", "defaults", "where")
+
+    def __init__(self, model: Any, where: str) -> None:
+        self.adapter = TypeAdapter(pydantic_type(model))
+        self.where = where
+        # (key, default, factory) of each field in order; a field without a default has
+        # neither (NODEFAULT). Only a Struct's are known here.
+        fields = msgspec.structs.fields(model) if issubclass(model, msgspec.Struct) else ()
+        self.defaults = tuple(
+            (field.encode_name, field.default, field.default_factory) for field in fields
+        )
+
+    def with_defaults(self, values: dict[str, Any]) -> dict[str, Any]:
+        """`values` as FastAPI before 0.165 gathers them: each field in order, the
+        request's value or a copy of its default, then the keys of no field."""
+        gathered: dict[str, Any] = {}
+        for key, default, factory in self.defaults:
+            if key in values:
+                gathered[key] = values[key]
+            elif default is not msgspec.NODEFAULT:
+                gathered[key] = deepcopy(default)
+            elif factory is not msgspec.NODEFAULT:
+                gathered[key] = factory()
+        gathered.update((key, value) for key, value in values.items() if key not in gathered)
+        return gathered
+
+    def __call__(self, values: dict[str, Any]) -> list[dict[str, Any]]:
+        if self.defaults and parameter_models_take_defaults():
+            values = self.with_defaults(values)
+        try:
+            self.adapter.validate_python(values, from_attributes=True)
+        except ValidationError as exc:
+            return [
+                {**error, "loc": (self.where, *error["loc"])}
+                for error in exc.errors(include_url=False)
+            ]
+        return []
 
 
 def _missing(where: tuple[Any, ...]) -> dict[str, Any]:
