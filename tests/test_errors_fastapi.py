@@ -6,8 +6,9 @@ alone, nested in a Struct, in a list and a dict, embedded beside other parts, se
 errors at once, malformed JSON, unknown fields; path, query, header and cookie
 parameters, with and without a body; a query and a cookie model) to the same routes
 written with `APIRouter` and Pydantic models and with `MsgspecRouter(errors="fastapi")`
-and Structs, on both tiers and both twins, and compares status and body. MSGSPEC_FASTAPI_ERROR_CASES sets the number of
-generated bodies (`make fuzz-errors` runs 10,000); the seed is fixed.
+and Structs, on both tiers and both twins, and compares status and body.
+MSGSPEC_FASTAPI_ERROR_CASES sets the number of generated requests (`make fuzz-errors`
+runs 10,000); the seed is fixed.
 
 Values where the two cannot agree are left out of the table and listed in
 `DIFFERENCES`, each with its reason; `test_listed_difference_still_differs` keeps the list
