@@ -11,7 +11,7 @@ BUILD_PY := $(BUILD_VENV)/bin/python
 # Keep in step with the pypa/cibuildwheel pin in .github/workflows/wheels.yml.
 CIBUILDWHEEL_VERSION ?= 4.2.0
 
-.PHONY: test test-lowest test-py313 test-fastapi test-fastapi-dispatch test-upstream bench bench-quick bench-errors bench-icount bench-icount-quick bench-icount-tools bench-service bench-service-pg bench-service-tools lint fuzz clean
+.PHONY: test test-lowest test-py313 test-fastapi test-fastapi-dispatch test-upstream bench bench-quick bench-errors bench-icount bench-icount-quick bench-icount-tools bench-service bench-service-pg bench-service-tools lint fuzz fuzz-errors clean
 .PHONY: wheel wheel-test check-build-identifiers check-clone docs
 
 BENCH_ARGS ?=
@@ -177,6 +177,15 @@ FUZZ_DEPS_CASES ?= 100000
 fuzz-deps: $(VENV)/.installed
 	MSGSPEC_FASTAPI_DEPS_CASES=$(FUZZ_DEPS_CASES) $(PY) -m pytest -q -s -m fuzz_deps \
 		tests/test_dependency_differential.py
+
+# The error differential's long mode: FUZZ_ERRORS_CASES failing requests compared between
+# FastAPI with Pydantic and MsgspecRouter(errors="fastapi") (each on both twins); see
+# tests/test_errors_fastapi.py.
+FUZZ_ERRORS_CASES ?= 10000
+
+fuzz-errors: $(VENV)/.installed
+	MSGSPEC_FASTAPI_ERROR_CASES=$(FUZZ_ERRORS_CASES) $(PY) -m pytest -q \
+		tests/test_errors_fastapi.py -k generated_bodies
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

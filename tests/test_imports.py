@@ -44,6 +44,7 @@ PER_REQUEST = {
     "_errors.handlers",
     "_errors.validation",
     "_routing.entry_py",
+    "_errors.pydantic_style",
 }
 # FastAPI's internals, read by both sides, and the subpackages (their docstrings say what
 # each holds).

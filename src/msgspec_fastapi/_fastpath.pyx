@@ -38,7 +38,6 @@ from msgspec_fastapi._shared import (
     fill_dataclass_defaults,
     format_sse_event,
     get_route_path,
-    malformed_json,
     malformed_msgpack,
     nested_too_deeply,
     response_invalid,
@@ -661,7 +660,10 @@ cdef class RouteRuntime:
                 return self.report_invalid_msgpack(exc, raw)
             return self.report_invalid(exc, raw)
         except (DecodeError, UnicodeDecodeError) as exc:
-            raise (malformed_msgpack(exc) if msgpack else malformed_json(exc)) from exc
+            if msgpack:
+                raise malformed_msgpack(exc) from exc
+            # The 400, or FastAPI's 422 on a route with errors="fastapi".
+            raise self.report_invalid.malformed(exc, raw) from exc
         except RecursionError as exc:
             raise nested_too_deeply(msgpack) from exc
         return asdict(value) if self.embedded else value

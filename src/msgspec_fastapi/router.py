@@ -57,10 +57,16 @@ from ._endpoint.plan import (
     literal_path,
 )
 from ._endpoint.telemetry import traced_handler
+from ._errors.pydantic_style import (
+    FastAPIBodyErrors,
+    ModelErrors,
+    NoEquivalent,
+    fastapi_parameter_errors,
+)
 from ._openapi.schemas import merge_components, mixed_request_body
 from ._params.converters import direct_param_specs, prepare_dependant
 from ._routing.index import build_included_index
-from ._shared import DIRECT_ATTR, MATCHER_ATTR, STREAM_NONE
+from ._shared import DIRECT_ATTR, MATCHER_ATTR, PARAM_COOKIE, PARAM_QUERY, STREAM_NONE
 from .responses import MsgspecJSONResponse
 
 # On a route context built on an inclusion's analysis: (the analysis, the inclusion's
@@ -80,6 +86,12 @@ _DECORATOR_LIMIT: ContextVar[int | None] = ContextVar("msgspec_decorator_limit",
 _ROUTE_LIMIT: ContextVar[int | None] = ContextVar("msgspec_route_limit", default=None)
 # `msgpack=` of a route decorator, on its way to add_api_route.
 _DECORATOR_MSGPACK: ContextVar[bool | None] = ContextVar("msgspec_decorator_msgpack", default=None)
+# `errors=` of a route decorator, on its way to add_api_route; a route's resolved value,
+# on its way to the route.
+_DECORATOR_ERRORS: ContextVar[str | None] = ContextVar("msgspec_decorator_errors", default=None)
+_ROUTE_ERRORS: ContextVar[str] = ContextVar("msgspec_route_errors", default="msgspec")
+# The error vocabularies a route may answer in (`_errors.pydantic_style` for "fastapi").
+ERROR_STYLES = ("msgspec", "fastapi")
 # What add_api_route analysed the route from, on its way to the route (`MsgspecRoute`).
 _REGISTRATION: ContextVar[Registration | None] = ContextVar("msgspec_registration", default=None)
 
@@ -96,25 +108,39 @@ def _check_msgpack(msgpack: bool | None) -> None:
         raise TypeError("msgpack must be True, False or None")
 
 
+def _check_errors(errors: str | None) -> None:
+    if errors is None:
+        return
+    if not isinstance(errors, str):
+        raise TypeError('errors must be "msgspec" or "fastapi"')
+    if errors not in ERROR_STYLES:
+        raise ValueError(f'errors must be "msgspec" or "fastapi", not {errors!r}')
+
+
 def _accepting_route_options(method: Callable[..., Any]) -> Callable[..., Any]:
-    """A route decorator of APIRouter that also takes `msgpack`, and `max_body_size`
-    before FastAPI 0.164 (later FastAPI takes that one itself)."""
+    """A route decorator of APIRouter that also takes `msgpack` and `errors`, and
+    `max_body_size` before FastAPI 0.164 (later FastAPI takes that one itself)."""
 
     @wraps(method)
-    def decorator_factory(self: Any, *args: Any, msgpack: bool | None = None, **kw: Any) -> Any:
+    def decorator_factory(
+        self: Any, *args: Any, msgpack: bool | None = None, errors: str | None = None, **kw: Any
+    ) -> Any:
         limit = None if _compat.HAS_NATIVE_BODY_LIMIT else kw.pop("max_body_size", None)
         decorator = method(self, *args, **kw)
-        if limit is None and msgpack is None:
+        if limit is None and msgpack is None and errors is None:
             return decorator
         _check_limit(limit)
         _check_msgpack(msgpack)
+        _check_errors(errors)
 
         def register(func: Callable[..., Any]) -> Any:
             limit_token = _DECORATOR_LIMIT.set(limit)
             msgpack_token = _DECORATOR_MSGPACK.set(msgpack)
+            errors_token = _DECORATOR_ERRORS.set(errors)
             try:
                 return decorator(func)
             finally:
+                _DECORATOR_ERRORS.reset(errors_token)
                 _DECORATOR_MSGPACK.reset(msgpack_token)
                 _DECORATOR_LIMIT.reset(limit_token)
 
@@ -147,6 +173,33 @@ def _direct_plan(spec: EndpointSpec, output: OutputPlan | None, target: Any) -> 
         return None
     body_name = spec.body.name if spec.body is not None else None
     return DirectPlan(spec.endpoint, spec.is_coroutine, params, body_name)
+
+
+def fastapi_errors_body(body: BodyPlan) -> BodyPlan:
+    """A body plan answering failures as FastAPI does (`_errors.pydantic_style`): decoded
+    in msgspec's lax mode, reported with Pydantic's errors. JSON only: a MessagePack body
+    keeps msgspec's decoding and report."""
+    return replace(
+        body,
+        decoder=msgspec.json.Decoder(type=body.decode_type, strict=False),
+        report_invalid=FastAPIBodyErrors(body.decode_type, body.report_invalid),
+    )
+
+
+def fastapi_errors_spec(spec: EndpointSpec) -> EndpointSpec:
+    """The spec with its query and cookie models answering failures as FastAPI does
+    (`_errors.pydantic_style.ModelErrors`), where Pydantic has an equivalent type; header
+    and form models, and the rest, keep msgspec's errors."""
+    models = []
+    for model in spec.models:
+        if model.location in (PARAM_QUERY, PARAM_COOKIE):
+            try:
+                report = ModelErrors(model.model, model.where)
+            except (NoEquivalent, TypeError, ValueError, NameError):
+                report = None  # no Pydantic equivalent: msgspec's errors
+            model = replace(model, report=report)
+        models.append(model)
+    return replace(spec, models=tuple(models))
 
 
 def _content_type(response_class: Any) -> str:
@@ -184,6 +237,8 @@ class MsgspecRoute(APIRoute):
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         # Only used before FastAPI 0.164, which has no max_body_size of its own.
         self.msgspec_max_body_size = _ROUTE_LIMIT.get()
+        # The error vocabulary of its 422s: "msgspec", or FastAPI's ("fastapi").
+        self.msgspec_errors = _ROUTE_ERRORS.get()
         # What MsgspecRouter analysed the route from (None for a route made otherwise),
         # and the analyses for inclusions whose dependencies take msgspec types (None
         # for those whose do not), by the inclusion's dependencies (kept, for their ids).
@@ -281,7 +336,10 @@ class MsgspecRoute(APIRoute):
                 spec, wrapper = analysis.spec, analysis.endpoint
                 openapi_extra = analysis.options.get("openapi_extra")
             self._bind_inclusion(context)
-        prepare_dependant(target.dependant)
+        fastapi_errors = self.msgspec_errors == "fastapi"
+        prepare_dependant(target.dependant, fastapi_parameter_errors if fastapi_errors else None)
+        if spec is not None and fastapi_errors and spec.models:
+            spec = fastapi_errors_spec(spec)
         body = spec.body if spec is not None else None
         single = None
         if spec is not None and target.body_field is not None:
@@ -307,6 +365,8 @@ class MsgspecRoute(APIRoute):
         may_run_direct = (
             spec.form is None and respond_as == _RESPOND_MSGSPEC and not (own_handler or wrapped)
         )
+        if body is not None and fastapi_errors:
+            body = fastapi_errors_body(body)
         plan = RoutePlan(
             body=body,
             output=output,
@@ -551,9 +611,13 @@ class MsgspecRouter(APIRouter):
     # The route class routes are built on, unless given a MsgspecRoute subclass.
     base_route_class: ClassVar[type[MsgspecRoute]] = MsgspecRoute
 
-    def __init__(self, *args: Any, msgpack: bool = False, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, msgpack: bool = False, errors: str = "msgspec", **kwargs: Any
+    ) -> None:
         _check_msgpack(msgpack)
+        _check_errors(errors)
         self.msgpack = msgpack
+        self.errors = errors
         kwargs.setdefault("route_class", self.base_route_class)
         # A placeholder, as FastAPI's own default is: FastAPI streams a generator route of
         # Pydantic items as JSON Lines only when no response class was chosen.
@@ -586,9 +650,13 @@ class MsgspecRouter(APIRouter):
         endpoint: Callable[..., Any],
         *,
         msgpack: bool | None = None,
+        errors: str | None = None,
         **kwargs: Any,
     ) -> None:
         _check_msgpack(msgpack)
+        _check_errors(errors)
+        if errors is None:
+            errors = _DECORATOR_ERRORS.get()
         if msgpack is None:
             msgpack = _DECORATOR_MSGPACK.get()
         takes_msgpack = self.msgpack if msgpack is None else msgpack
@@ -607,9 +675,11 @@ class MsgspecRouter(APIRouter):
             for fallback in (_DECORATOR_LIMIT.get(), self.max_body_size):
                 limit = fallback if limit is None else limit
         token = _ROUTE_LIMIT.set(limit)
+        errors_token = _ROUTE_ERRORS.set(self.errors if errors is None else errors)
         try:
             self._add_route(path, endpoint, limit, takes_msgpack, kwargs)
         finally:
+            _ROUTE_ERRORS.reset(errors_token)
             _ROUTE_LIMIT.reset(token)
 
     def _add_route(

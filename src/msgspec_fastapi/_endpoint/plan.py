@@ -87,7 +87,8 @@ class BodyPlan:
     default: Any
     embedded: bool
     required: bool
-    report_invalid: BodyErrors
+    # On a route with errors="fastapi", an `_errors.pydantic_style.FastAPIBodyErrors`.
+    report_invalid: Any
     msgpack_decoder: msgspec.msgpack.Decoder[Any] | None
     report_invalid_msgpack: BodyErrors | None
     # Documentation only: what FastAPI puts in the request body of a Pydantic body.

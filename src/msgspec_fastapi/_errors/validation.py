@@ -357,6 +357,10 @@ class BodyErrors:
         problem = self.problem(entry[1], {key: None})
         return None if problem is None else split_message(problem)[0]
 
+    def malformed(self, exc: BaseException, raw: bytes) -> Exception:
+        """The error for a JSON body msgspec could not parse: the 400."""
+        return malformed_json(exc)
+
     def __call__(self, exc: msgspec.ValidationError, raw: bytes) -> RequestValidationError:
         """The 422 for `raw`, which failed with `exc`; raises the 400 if it is malformed."""
         data = decode_untyped(raw, self.msgpack) if raw else {}

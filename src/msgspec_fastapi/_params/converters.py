@@ -17,7 +17,7 @@ import msgspec
 from pydantic.fields import FieldInfo
 from pydantic_core import SchemaValidator, core_schema
 
-from .._compat import replace_validator
+from .._compat import pydantic_validation, replace_validator
 from .._errors.validation import Loc, path_text, split_message, value_at
 from .._shared import FAST_DIGITS_MAX, PARAM_COOKIE, PARAM_HEADER, PARAM_PATH, PARAM_QUERY
 from .annotations import (
@@ -388,13 +388,18 @@ def sequence_kind(annotation: Any) -> bool | None:
     return False
 
 
-def prepare_dependant(dependant: Any) -> None:
+# Wraps a parameter's converter where it fails: (ours, FastAPI's) -> the route's.
+OnFailure = Callable[[Converter, Converter], Converter]
+
+
+def prepare_dependant(dependant: Any, on_failure: OnFailure | None = None) -> None:
     """Give every msgspec-convertible parameter of a FastAPI Dependant our converter.
 
     FastAPI keeps extracting the values (aliases, defaults, repeated keys); only the
     validation changes. Parameters msgspec cannot take (Pydantic models, Pydantic-only
     types such as `AnyUrl`, Pydantic validators) stay FastAPI's, which keeps their route
-    on the delegated tier (`direct_param_specs`).
+    on the delegated tier (`direct_param_specs`). `on_failure` (a route's with
+    errors="fastapi") makes each converter answer its failures otherwise.
     """
     for group in PARAM_GROUPS:
         for field in getattr(dependant, group):
@@ -409,11 +414,14 @@ def prepare_dependant(dependant: Any) -> None:
             except TypeError:
                 continue
             bounds = int_bounds(target, strict)
-            replace_validator(field, make_converter(target, strict, bounds))
+            converter = make_converter(target, strict, bounds)
+            if on_failure is not None:
+                converter = on_failure(converter, pydantic_validation(field))
+            replace_validator(field, converter)
             field.msgspec_target = target
             field.msgspec_int_bounds = bounds
     for dependency in dependant.dependencies:
-        prepare_dependant(dependency)
+        prepare_dependant(dependency, on_failure)
 
 
 def direct_param_specs(dependant: Any) -> tuple[ParamSpec, ...] | None:

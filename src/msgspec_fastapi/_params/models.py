@@ -77,6 +77,9 @@ class ModelPlan:
     has_files: bool = False  # a form model with UploadFile fields
     dec_hook: Any = None  # a form model's: its UploadFile fields take the parsed files
     normalized: tuple[ModelField, ...] = ()  # the fields with a `normalize`
+    # On a route with errors="fastapi": FastAPI's errors for what it would validate the
+    # model from (`_errors.pydantic_style.ModelErrors`); msgspec's where it has none.
+    report: Any = None
 
     def convert(self, raw: dict[str, Any], others: Any = None) -> tuple[Any, list[dict[str, Any]]]:
         """The model from the gathered values, or FastAPI-shaped errors, one per field.
@@ -116,6 +119,10 @@ class ModelPlan:
         # fields the request has, then every other key (repeated ones as lists).
         everything = {name: value for name, value in received.items() if name in self.names}
         everything.update(extras)
+        if self.report is not None:
+            reported: list[dict[str, Any]] = self.report(everything)
+            if reported:
+                return reported
         by_name = self.location == PARAM_HEADER and not header_model_errors_by_header_name()
         for field in self.fields:
             loc = (self.where, field.name if by_name else field.key)
