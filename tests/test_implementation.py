@@ -90,6 +90,15 @@ def test_each_twin_runs_dependency_plans_with_its_own_executor(twin: Twin) -> No
     assert _select.is_compiled(executor) == (twin.name == "compiled")
 
 
+def test_each_twin_routes_with_its_own_dispatch(twin: Twin) -> None:
+    dispatch = _select.companion(_select.DISPATCH, twin.module)
+
+    assert dispatch.__name__ == _select.module_name(_select.DISPATCH, twin.name)
+    assert _select.is_compiled(dispatch) == (twin.name == "compiled")
+    assert twin.module.AppDispatcher is dispatch.AppDispatcher
+    assert twin.module.route_matches is dispatch.route_matches
+
+
 def test_a_compiled_twin_comes_with_every_compiled_module(twin: Twin) -> None:
     if twin.name != "compiled":
         pytest.skip("the compiled build's modules")

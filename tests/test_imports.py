@@ -36,6 +36,7 @@ PER_REQUEST = {
     "_shared",
     "responses",
     "_dependencies.executor_py",
+    "_routing.dispatch_py",
     "_dependencies.standins",
     "_dependencies.teardown",
     "_dependencies.errors",

@@ -37,8 +37,13 @@ def test_twin_fixture_gives_the_module_of_its_name(twin: Twin) -> None:
 
 
 def bound_to(value: Any, module: ModuleType) -> bool:
-    """Whether a class attribute is `module` itself or one of its functions."""
-    return value is module or getattr(value, "__module__", None) == module.__name__
+    """Whether a class attribute is the twin `module` itself or one of its functions, its
+    routing's (which it re-exports) included."""
+    routing = _select.companion(_select.DISPATCH, module)
+    return value is module or getattr(value, "__module__", None) in (
+        module.__name__,
+        routing.__name__,
+    )
 
 
 @pytest.mark.parametrize("default_class", [MsgspecRoute, MsgspecRouter])

@@ -13,11 +13,9 @@ from time import monotonic
 from urllib.parse import parse_qsl
 
 import msgspec
-from fastapi.routing import APIRoute, APIRouter
 from anyio import CancelScope, Event, create_task_group, sleep
 from anyio.lowlevel import checkpoint
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
-from starlette.convertors import StringConvertor
 from starlette.datastructures import UploadFile
 from starlette.requests import cookie_parser
 from starlette.responses import Response, StreamingResponse
@@ -30,23 +28,30 @@ from msgspec_fastapi._shared import (
     PreparedResponse,
     RequestValidationError,
     ServerSentEvent,
-    apply_form_limits,
     body_missing,
     body_too_large,
     encode_untyped_item,
     event_data,
     fill_dataclass_defaults,
     format_sse_event,
-    get_route_path,
     malformed_msgpack,
     nested_too_deeply,
     response_invalid,
-    route_selected,
     sse_ping_interval,
     unsupported_media_type,
-    update_scope,
 )
 from msgspec_fastapi._errors.validation import request_invalid
+# Routing is written once for both twins (`_routing/dispatch_py.py`); this twin re-exports
+# its compiled build (the markers tell cython-lint the names are used elsewhere).
+from msgspec_fastapi._routing.dispatch import (
+    INDEX_CLASSES,  # no-cython-lint
+    AppDispatcher,  # no-cython-lint
+    RouteMatcher,  # no-cython-lint
+    route_handle,  # no-cython-lint
+    route_matches,  # no-cython-lint
+    router_handle,  # no-cython-lint
+    router_matches,  # no-cython-lint
+)
 
 IMPLEMENTATION = "compiled"
 
@@ -75,20 +80,12 @@ cdef int CHECKPOINT_EVERY = _shared.CHECKPOINT_EVERY
 cdef int PARAM_PATH = _shared.PARAM_PATH
 cdef int PARAM_QUERY = _shared.PARAM_QUERY
 cdef int PARAM_HEADER = _shared.PARAM_HEADER
-cdef object MATCH_FULL = _shared.MATCH_FULL
-cdef object MATCH_PARTIAL = _shared.MATCH_PARTIAL
-cdef object MATCH_NONE = _shared.MATCH_NONE
-cdef str FASTAPI_SCOPE_KEY = _shared.FASTAPI_SCOPE_KEY
-cdef str ROUTE_CONTEXT_KEY = _shared.ROUTE_CONTEXT_KEY
-cdef str MATCHER_ATTR = _shared.MATCHER_ATTR
-cdef str DIRECT_ATTR = _shared.DIRECT_ATTR
+cdef str TELEMETRY_SCOPE_KEY = _shared.TELEMETRY_SCOPE_KEY
 cdef Py_ssize_t FAST_DIGITS_MAX = _shared.FAST_DIGITS_MAX
 cdef bytes ASCII_SPACE = b" \t\r\n\x0b\x0c"
 cdef object ValidationError = msgspec.ValidationError
 cdef object DecodeError = msgspec.DecodeError
 cdef object asdict = msgspec.structs.asdict
-cdef object API_ROUTE_MATCHES = APIRoute.matches
-cdef object API_ROUTE_HANDLE = APIRoute.handle
 
 
 cpdef bint is_json_media_type(object value):
@@ -317,76 +314,6 @@ cdef dict parse_cookies(object headers):
 
 cdef bint is_empty_file(object value):
     return isinstance(value, UploadFile) and value.filename == "" and value.size == 0
-
-
-cdef class RouteMatcher:
-    """Matches requests to one included route; see `_fastpath_py.RouteMatcher`."""
-
-    cdef object route
-    cdef object path_regex
-    cdef str literal_path
-    cdef str literal_path_nl
-    cdef dict convertors
-    cdef object endpoint
-    cdef frozenset methods
-
-    def __init__(self, route, path_regex, str literal_path, dict convertors, endpoint, methods):
-        self.route = route
-        self.path_regex = path_regex
-        self.literal_path = literal_path
-        self.literal_path_nl = None if literal_path is None else literal_path + "\n"
-        self.convertors = {k: c for k, c in convertors.items() if type(c) is not StringConvertor}
-        self.endpoint = endpoint
-        self.methods = frozenset(methods)
-
-    cpdef tuple match(self, dict scope):
-        cdef object path = scope["path"]
-        cdef dict params
-        cdef object inherited
-        if scope.get("root_path"):
-            path = get_route_path(scope)
-        if self.literal_path is not None:
-            if path != self.literal_path and path != self.literal_path_nl:
-                return MATCH_NONE, {}
-            params = {}
-        else:
-            found = self.path_regex.match(path)
-            if found is None:
-                return MATCH_NONE, {}
-            params = found.groupdict()
-            for key, convertor in self.convertors.items():
-                params[key] = convertor.convert(params[key])
-        inherited = scope.get("path_params")
-        if inherited:
-            params = {**inherited, **params}
-        cdef dict child = {"endpoint": self.endpoint, "path_params": params, "route": self.route}
-        if scope["method"] not in self.methods:
-            return MATCH_PARTIAL, child
-        return MATCH_FULL, child
-
-
-cdef inline object matched_context(dict scope):
-    cdef object fastapi_scope = scope.get(FASTAPI_SCOPE_KEY)
-    return None if fastapi_scope is None else fastapi_scope.get(ROUTE_CONTEXT_KEY)
-
-
-def route_matches(route, dict scope):
-    """`MsgspecRoute.matches`; see `_fastpath_py.route_matches`."""
-    cdef object context = matched_context(scope)
-    if context is None or context.original_route is not route or scope["type"] != "http":
-        return API_ROUTE_MATCHES(route, scope)
-    return (<RouteMatcher?>getattr(context, MATCHER_ATTR)).match(scope)
-
-
-def route_handle(route, dict scope, receive, send):
-    """`MsgspecRoute.handle`; see `_fastpath_py.route_handle`."""
-    cdef object context = matched_context(scope)
-    cdef object direct
-    if context is not None and context.original_route is route:
-        direct = getattr(context, DIRECT_ATTR, None)
-        if direct is not None and scope["method"] in context.methods:
-            return direct(scope, receive, send)
-    return API_ROUTE_HANDLE(route, scope, receive, send)
 
 
 cdef class SendTracker:
@@ -949,293 +876,3 @@ cdef class RouteRuntime:
             if tracker is not None:
                 started = tracker.started
             await handle_route_exception(error, scope, receive, send, started, raw)
-
-
-# -- dispatch --------------------------------------------------------------------------
-#
-# The route index; see the section of the same name in `_fastpath_py.py`, which
-# documents it. Same definitions, same order, same names.
-
-cdef object ABSENT = _shared.ABSENT
-cdef int ENTRY_ROUTE = _shared.ENTRY_ROUTE
-cdef int ENTRY_MATCHER = _shared.ENTRY_MATCHER
-cdef int ENTRY_FALLBACK = _shared.ENTRY_FALLBACK
-cdef int SEGMENT_ANY = _shared.SEGMENT_ANY
-cdef str INCLUDED_ROUTER_KEY = _shared.INCLUDED_ROUTER_KEY
-cdef str TELEMETRY_SCOPE_KEY = _shared.TELEMETRY_SCOPE_KEY
-cdef str INDEX_ATTR = _shared.INDEX_ATTR
-cdef str INCLUSION_ROUTER_ATTR = _shared.INCLUSION_ROUTER_ATTR
-cdef object ROUTES_GENERATION = _shared.ROUTES_GENERATION
-cdef object API_ROUTER_MATCHES = APIRouter.matches
-cdef object API_ROUTER_HANDLE = APIRouter.handle
-
-
-cdef class IndexNode:
-    """One segment position of the route trie: literal children by text, then params."""
-
-    cdef public dict literals
-    cdef public list params
-    cdef public list ends
-    cdef public list tails
-    cdef public int kind
-
-    def __init__(self):
-        self.literals = {}
-        self.params = []
-        self.ends = []
-        self.tails = []
-        self.kind = SEGMENT_ANY
-
-
-cdef class IndexEntry:
-    """One route of a flattened route table, with what testing and handling it needs."""
-
-    cdef public Py_ssize_t position
-    cdef public int kind
-    cdef public object route
-    cdef public object context
-    cdef public object matcher
-    cdef public object direct
-    cdef public object included
-    cdef public tuple chain_limits
-    cdef public object path_format
-    cdef public bint is_mount
-
-    def __init__(self):
-        self.position = 0
-        self.kind = ENTRY_FALLBACK
-        self.chain_limits = ()
-        self.is_mount = False
-
-
-cdef class RouteIndex:
-    """The index of one route table: a trie of path shapes plus the always-candidates."""
-
-    cdef public IndexNode root
-    cdef public list always
-    cdef public list entries
-    cdef public object generation
-    cdef public object snapshot
-    cdef public dict form_limits
-
-    def __init__(self):
-        self.root = IndexNode()
-        self.always = []
-        self.entries = []
-        self.generation = -1
-        self.snapshot = None
-        self.form_limits = {}
-
-
-# compiled only: the test `str.isascii() and str.isdigit()` makes, without two calls.
-cdef inline bint ascii_digits(str segment):
-    cdef Py_UCS4 ch
-    for ch in segment:
-        if ch < u"0" or ch > u"9":
-            return False
-    return True
-
-
-cdef int collect(IndexNode node, list segments, Py_ssize_t i, list found) except -1:
-    """Add the positions of every route whose path shape accepts `segments[i:]`."""
-    cdef Py_ssize_t count = len(segments)
-    cdef str segment
-    cdef IndexNode child
-    cdef object following
-    while i < count:
-        segment = segments[i]
-        if node.tails:
-            found.extend(node.tails)
-        if segment:
-            for child in node.params:
-                if child.kind == SEGMENT_ANY or ascii_digits(segment):
-                    collect(child, segments, i + 1, found)
-        following = node.literals.get(segment)
-        if following is None:
-            return 0
-        node = <IndexNode>following
-        i += 1
-    found.extend(node.ends)
-    return 0
-
-
-cdef list candidates(RouteIndex index, str path):
-    """Positions of the routes that could match `path`, in registration order; or None."""
-    if path.endswith("\n"):
-        return None
-    cdef list found = list(index.always)
-    collect(index.root, path.split("/"), 0, found)
-    if len(found) > 1:
-        found.sort()
-    return found
-
-
-cdef tuple match_entry(IndexEntry entry, dict scope):
-    """FastAPI's test of one route, as its route loop would run it."""
-    cdef int kind = entry.kind
-    cdef object fastapi_scope
-    cdef object previous
-    if kind == ENTRY_MATCHER:
-        return (<RouteMatcher?>entry.matcher).match(scope)
-    if kind == ENTRY_ROUTE:
-        return entry.route.matches(scope)
-    fastapi_scope = scope.setdefault(FASTAPI_SCOPE_KEY, {})
-    previous = fastapi_scope.get(ROUTE_CONTEXT_KEY, ABSENT)
-    fastapi_scope[ROUTE_CONTEXT_KEY] = entry.context
-    try:
-        return entry.route.matches(scope)
-    finally:
-        fastapi_scope = scope.get(FASTAPI_SCOPE_KEY)
-        if type(fastapi_scope) is dict:
-            if previous is ABSENT:
-                fastapi_scope.pop(ROUTE_CONTEXT_KEY, None)
-            else:
-                fastapi_scope[ROUTE_CONTEXT_KEY] = previous
-
-
-cdef tuple select(RouteIndex index, dict scope):
-    """(match, entry, child scope) of the route FastAPI's loop would pick, or None."""
-    cdef object path = scope["path"]
-    cdef list found
-    cdef list entries = index.entries
-    cdef IndexEntry entry
-    cdef tuple partial = None
-    cdef tuple result
-    cdef object match
-    cdef Py_ssize_t position
-    if scope.get("root_path"):
-        path = get_route_path(scope)
-    found = candidates(index, path)
-    if found is None:
-        return None
-    for position in found:
-        entry = <IndexEntry>entries[position]
-        if entry.kind == ENTRY_FALLBACK:
-            return None
-        result = match_entry(entry, scope)
-        match = result[0]
-        if match is MATCH_FULL:
-            return (match, entry, result[1])
-        if match is MATCH_PARTIAL and partial is None:
-            partial = (match, entry, result[1])
-    if partial is None:
-        return (MATCH_NONE, None, {})
-    return partial
-
-
-cdef object dispatch(tuple selected, dict scope, receive, send):
-    """Hand the request to the selected route, the scope set as FastAPI's router sets it."""
-    cdef object match = selected[0]
-    cdef IndexEntry entry = <IndexEntry>selected[1]
-    cdef dict child_scope = selected[2]
-    cdef object fastapi_scope
-    cdef object limits
-    if entry.kind == ENTRY_ROUTE:
-        update_scope(scope, child_scope)
-        if scope.get(TELEMETRY_SCOPE_KEY) is not None:
-            route_selected(scope=scope, path=entry.path_format, mount=entry.is_mount)
-        return entry.route.handle(scope, receive, send)
-    fastapi_scope = scope.setdefault(FASTAPI_SCOPE_KEY, {})
-    for limits in entry.chain_limits:
-        apply_form_limits(scope, limits)
-    if entry.included is not None:
-        fastapi_scope[INCLUDED_ROUTER_KEY] = entry.included
-    scope.update(child_scope)
-    if scope.get(TELEMETRY_SCOPE_KEY) is not None:
-        route_selected(scope=scope, path=entry.path_format, mount=False)
-    fastapi_scope[ROUTE_CONTEXT_KEY] = entry.context
-    scope["route"] = entry.route
-    if entry.direct is not None and match is MATCH_FULL:
-        return entry.direct(scope, receive, send)
-    return entry.route.handle(scope, receive, send)
-
-
-cdef class AppDispatcher:
-    """The application router's route loop, through the index (see `install_dispatch`)."""
-
-    cdef public object fallback
-    cdef public object index
-    cdef public object installed_on
-    cdef public object rebuild
-
-    def __init__(self, router, fallback, rebuild):
-        self.installed_on = router
-        self.fallback = fallback
-        self.rebuild = rebuild
-        self.index = None
-
-    cpdef RouteIndex current_index(self):
-        cdef object index = self.index
-        if (
-            index is None
-            or (<RouteIndex>index).generation != ROUTES_GENERATION.value
-            or self.installed_on.routes != (<RouteIndex>index).snapshot
-        ):
-            index = self.index = self.rebuild()
-        return <RouteIndex?>index
-
-    def __call__(self, dict scope, receive, send):
-        if scope["type"] != "http":
-            return self.fallback(scope, receive, send)
-        cdef RouteIndex index = self.current_index()
-        cdef tuple selected = select(index, scope)
-        if selected is None or selected[1] is None:
-            return self.fallback(scope, receive, send)
-        if index.form_limits:
-            apply_form_limits(scope, index.form_limits)
-        if "router" not in scope:
-            scope["router"] = self.installed_on
-        return dispatch(selected, scope, receive, send)
-
-
-# What `_routing.index` builds this twin's indexes from.
-INDEX_CLASSES = (RouteIndex, IndexEntry, IndexNode, RouteMatcher)
-
-
-cpdef RouteIndex included_index(router, included):
-    """The index of one inclusion of a MsgspecRouter, rebuilt when routes change by the
-    builder the router's class was given at registration (`index_builder`)."""
-    cdef object index = getattr(included, INDEX_ATTR, None)
-    if index is None or (<RouteIndex>index).generation != ROUTES_GENERATION.value:
-        index = router.index_builder(included)
-        setattr(included, INDEX_ATTR, index)
-    return <RouteIndex?>index
-
-
-cdef inline object serving_inclusion(router, dict scope):
-    """The inclusion of `router` FastAPI is matching or handling, for HTTP; else None."""
-    if scope["type"] != "http":
-        return None
-    cdef object fastapi_scope = scope.get(FASTAPI_SCOPE_KEY)
-    if fastapi_scope is None:
-        return None
-    cdef object included = fastapi_scope.get(INCLUDED_ROUTER_KEY)
-    if included is None or getattr(included, INCLUSION_ROUTER_ATTR, None) is not router:
-        return None
-    return included
-
-
-def router_matches(router, dict scope):
-    """`MsgspecRouter.matches`: this inclusion's candidates through its index."""
-    cdef object included = serving_inclusion(router, scope)
-    cdef tuple selected
-    if included is not None:
-        selected = select(included_index(router, included), scope)
-        if selected is not None:
-            return selected[0], selected[2]
-    return API_ROUTER_MATCHES(router, scope)
-
-
-def router_handle(router, dict scope, receive, send):
-    """`MsgspecRouter.handle`: the selected route of this inclusion, through its index."""
-    cdef object included = serving_inclusion(router, scope)
-    cdef tuple selected
-    if included is not None:
-        selected = select(included_index(router, included), scope)
-        if selected is not None and selected[1] is not None:
-            return dispatch(selected, scope, receive, send)
-    return API_ROUTER_HANDLE(router, scope, receive, send)
-
-
-# The index builder tells this twin's routes and routers from custom ones by these.
-_shared.TWIN_ENTRY_POINTS.add(route_matches, route_handle, router_matches, router_handle)

@@ -21,13 +21,9 @@ Both twins implement one contract over a route's plan (`_endpoint.plan.RoutePlan
   routes are encoded as they are. A route with
   `response_model_*` options encodes the checked value as its `_endpoint.shaping.ResponseShape`
   shapes it.
-- `RouteMatcher(route, path_regex, literal_path, convertors, endpoint, methods).match(scope)`
-  is the router's test of whether a request is for an included route, run for every route
-  the router tries (twice per request), with FastAPI's result.
-- `route_matches(route, scope)` and `route_handle(route, scope, receive, send)` are
-  `MsgspecRoute.matches` and `MsgspecRoute.handle`: they find the matcher and the
-  direct-tier app registration left on the inclusion context FastAPI is trying, and fall
-  back to `APIRoute`'s own methods everywhere else.
+- Routing (which route a request goes to: `RouteMatcher`, `route_matches`,
+  `route_handle`, the route index and its dispatchers) is written once for both twins, in
+  `_routing/dispatch_py.py`; each twin re-exports it from its own implementation.
 - A generator endpoint's result becomes `runtime.stream_items(items, status_code,
   extra_headers)`, an `ItemStream`: Starlette's StreamingResponse (disconnects,
   background tasks) whose send loop is the request path's. JSON Lines get one item per
@@ -67,39 +63,42 @@ from urllib.parse import parse_qsl
 import msgspec
 from anyio import CancelScope, Event, create_task_group, sleep
 from anyio.lowlevel import checkpoint
-from fastapi.routing import APIRoute, APIRouter
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
-from starlette.convertors import StringConvertor
 from starlette.datastructures import UploadFile
 from starlette.requests import cookie_parser
 from starlette.responses import Response, StreamingResponse
-from starlette.routing import Match
 from starlette.types import Message, Receive, Scope, Send
 
 from . import _shared
 from ._errors.handlers import handle_route_exception
 from ._errors.validation import request_invalid
+
+# Routing is written once for both twins (`_routing/dispatch_py.py`); this twin re-exports
+# it as Python.
+from ._routing.dispatch_py import INDEX_CLASSES as INDEX_CLASSES
+from ._routing.dispatch_py import AppDispatcher as AppDispatcher
+from ._routing.dispatch_py import RouteMatcher as RouteMatcher
+from ._routing.dispatch_py import route_handle as route_handle
+from ._routing.dispatch_py import route_matches as route_matches
+from ._routing.dispatch_py import router_handle as router_handle
+from ._routing.dispatch_py import router_matches as router_matches
 from ._shared import (
     KEEPALIVE_COMMENT,
     ClientDisconnect,
     PreparedResponse,
     RequestValidationError,
     ServerSentEvent,
-    apply_form_limits,
     body_missing,
     body_too_large,
     encode_untyped_item,
     event_data,
     fill_dataclass_defaults,
     format_sse_event,
-    get_route_path,
     malformed_msgpack,
     nested_too_deeply,
     response_invalid,
-    route_selected,
     sse_ping_interval,
     unsupported_media_type,
-    update_scope,
 )
 
 IMPLEMENTATION = "pure"
@@ -129,20 +128,12 @@ CHECKPOINT_EVERY = _shared.CHECKPOINT_EVERY
 PARAM_PATH = _shared.PARAM_PATH
 PARAM_QUERY = _shared.PARAM_QUERY
 PARAM_HEADER = _shared.PARAM_HEADER
-MATCH_FULL = _shared.MATCH_FULL
-MATCH_PARTIAL = _shared.MATCH_PARTIAL
-MATCH_NONE = _shared.MATCH_NONE
-FASTAPI_SCOPE_KEY = _shared.FASTAPI_SCOPE_KEY
-ROUTE_CONTEXT_KEY = _shared.ROUTE_CONTEXT_KEY
-MATCHER_ATTR = _shared.MATCHER_ATTR
-DIRECT_ATTR = _shared.DIRECT_ATTR
+TELEMETRY_SCOPE_KEY = _shared.TELEMETRY_SCOPE_KEY
 FAST_DIGITS_MAX = _shared.FAST_DIGITS_MAX
 ASCII_SPACE = b" \t\r\n\x0b\x0c"
 ValidationError = msgspec.ValidationError
 DecodeError = msgspec.DecodeError
 asdict = msgspec.structs.asdict
-API_ROUTE_MATCHES = APIRoute.matches
-API_ROUTE_HANDLE = APIRoute.handle
 
 
 def is_json_media_type(value: bytes) -> bool:
@@ -374,89 +365,6 @@ def parse_cookies(headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
 def is_empty_file(value: Any) -> bool:
     """A file input sent without a file, which FastAPI treats as absent."""
     return isinstance(value, UploadFile) and value.filename == "" and value.size == 0
-
-
-class RouteMatcher:
-    """Matches requests to one included route, as FastAPI would; built at registration."""
-
-    __slots__ = (
-        "convertors",
-        "endpoint",
-        "literal_path",
-        "literal_path_nl",
-        "methods",
-        "path_regex",
-        "route",
-    )
-
-    def __init__(
-        self,
-        route: Any,
-        path_regex: Any,
-        literal_path: str | None,
-        convertors: dict[str, Any],
-        endpoint: Any,
-        methods: Iterable[str],
-    ) -> None:
-        self.route = route
-        self.path_regex = path_regex
-        self.literal_path = literal_path
-        # What the regex of a literal path also matches (see `_endpoint.plan.literal_path`).
-        self.literal_path_nl = None if literal_path is None else literal_path + "\n"
-        # A StringConvertor returns its input, so only the others need calling.
-        self.convertors = {k: c for k, c in convertors.items() if type(c) is not StringConvertor}
-        self.endpoint = endpoint
-        self.methods = frozenset(methods)
-
-    def match(self, scope: Scope) -> tuple[Match, Scope]:
-        path = scope["path"]
-        if scope.get("root_path"):
-            path = get_route_path(scope)
-        if self.literal_path is not None:
-            if path != self.literal_path and path != self.literal_path_nl:
-                return MATCH_NONE, {}
-            params = {}
-        else:
-            found = self.path_regex.match(path)
-            if found is None:
-                return MATCH_NONE, {}
-            params = found.groupdict()
-            for key, convertor in self.convertors.items():
-                params[key] = convertor.convert(params[key])
-        inherited = scope.get("path_params")
-        if inherited:
-            params = {**inherited, **params}
-        child = {"endpoint": self.endpoint, "path_params": params, "route": self.route}
-        if scope["method"] not in self.methods:
-            return MATCH_PARTIAL, child
-        return MATCH_FULL, child
-
-
-def matched_context(scope: Scope) -> Any:
-    """The inclusion context FastAPI's router is trying or has picked, if any."""
-    fastapi_scope = scope.get(FASTAPI_SCOPE_KEY)
-    return None if fastapi_scope is None else fastapi_scope.get(ROUTE_CONTEXT_KEY)
-
-
-def route_matches(route: APIRoute, scope: Scope) -> tuple[Match, Scope]:
-    """`MsgspecRoute.matches`: the inclusion's prepared matcher, else APIRoute's own test."""
-    context = matched_context(scope)
-    if context is None or context.original_route is not route or scope["type"] != "http":
-        return API_ROUTE_MATCHES(route, scope)
-    return getattr(context, MATCHER_ATTR).match(scope)  # type: ignore[no-any-return]
-
-
-def route_handle(route: APIRoute, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
-    """`MsgspecRoute.handle`: the inclusion's direct-tier app, else APIRoute's handling.
-
-    Returns the awaitable rather than awaiting it: one coroutine less per request.
-    """
-    context = matched_context(scope)
-    if context is not None and context.original_route is route:
-        direct = getattr(context, DIRECT_ATTR, None)
-        if direct is not None and scope["method"] in context.methods:
-            return direct(scope, receive, send)  # type: ignore[no-any-return]
-    return API_ROUTE_HANDLE(route, scope, receive, send)
 
 
 class SendTracker:
@@ -1060,285 +968,3 @@ class RouteRuntime:
             if tracker is not None:
                 started = tracker.started
             await handle_route_exception(error, scope, receive, send, started, raw)
-
-
-# -- dispatch --------------------------------------------------------------------------
-#
-# The route index (built by `_routing.index` once per version of the route table) narrows the
-# routes a request could reach; the entries it yields are then tried in registration
-# order with FastAPI's own test, so the first full match wins and the first partial
-# match gives the 405, exactly as in FastAPI's loop. Whatever the index cannot decide
-# (no candidate, a candidate only FastAPI can handle, a path ending in a newline) goes
-# to FastAPI's own route loop, which then also does redirect_slashes, low-priority
-# routes and the 404.
-
-ABSENT = _shared.ABSENT
-ENTRY_ROUTE = _shared.ENTRY_ROUTE
-ENTRY_MATCHER = _shared.ENTRY_MATCHER
-ENTRY_FALLBACK = _shared.ENTRY_FALLBACK
-SEGMENT_ANY = _shared.SEGMENT_ANY
-INCLUDED_ROUTER_KEY = _shared.INCLUDED_ROUTER_KEY
-TELEMETRY_SCOPE_KEY = _shared.TELEMETRY_SCOPE_KEY
-INDEX_ATTR = _shared.INDEX_ATTR
-INCLUSION_ROUTER_ATTR = _shared.INCLUSION_ROUTER_ATTR
-ROUTES_GENERATION = _shared.ROUTES_GENERATION
-API_ROUTER_MATCHES = APIRouter.matches
-API_ROUTER_HANDLE = APIRouter.handle
-
-
-class IndexNode:
-    """One segment position of the route trie: literal children by text, then params."""
-
-    __slots__ = ("ends", "kind", "literals", "params", "tails")
-
-    def __init__(self) -> None:
-        self.literals: dict[str, IndexNode] = {}
-        self.params: list[IndexNode] = []
-        self.ends: list[int] = []
-        self.tails: list[int] = []
-        self.kind = SEGMENT_ANY  # how the parameter edge into this node narrows
-
-
-class IndexEntry:
-    """One route of a flattened route table, with what testing and handling it needs."""
-
-    __slots__ = (
-        "chain_limits",
-        "context",
-        "direct",
-        "included",
-        "is_mount",
-        "kind",
-        "matcher",
-        "path_format",
-        "position",
-        "route",
-    )
-
-    def __init__(self) -> None:
-        self.position = 0
-        self.kind = ENTRY_FALLBACK
-        self.route: Any = None
-        self.context: Any = None
-        self.matcher: Any = None
-        self.direct: Any = None
-        self.included: Any = None
-        self.chain_limits: tuple[dict[str, Any], ...] = ()
-        self.path_format: str | None = None
-        self.is_mount = False
-
-
-class RouteIndex:
-    """The index of one route table: a trie of path shapes plus the always-candidates."""
-
-    __slots__ = ("always", "entries", "form_limits", "generation", "root", "snapshot")
-
-    def __init__(self) -> None:
-        self.root = IndexNode()
-        self.always: list[int] = []
-        self.entries: list[IndexEntry] = []
-        self.generation = -1
-        self.snapshot: list[Any] | None = None
-        self.form_limits: dict[str, Any] = {}
-
-
-def collect(node: IndexNode, segments: list[str], i: int, found: list[int]) -> None:
-    """Add the positions of every route whose path shape accepts `segments[i:]`."""
-    count = len(segments)
-    while i < count:
-        segment = segments[i]
-        if node.tails:
-            found.extend(node.tails)  # a path parameter takes the rest, even ""
-        if segment:
-            for child in node.params:
-                if child.kind == SEGMENT_ANY or (segment.isascii() and segment.isdigit()):
-                    collect(child, segments, i + 1, found)
-        following = node.literals.get(segment)
-        if following is None:
-            return
-        node = following
-        i += 1
-    found.extend(node.ends)
-
-
-def candidates(index: RouteIndex, path: str) -> list[int] | None:
-    """Positions of the routes that could match `path`, in registration order.
-
-    None where the index cannot narrow: a regex's `$` also matches before a final
-    newline, which a segment walk would not reproduce.
-    """
-    if path.endswith("\n"):
-        return None
-    found = list(index.always)
-    collect(index.root, path.split("/"), 0, found)
-    if len(found) > 1:
-        found.sort()
-    return found
-
-
-def match_entry(entry: IndexEntry, scope: Scope) -> tuple[Any, dict[str, Any]]:
-    """FastAPI's test of one route, as its route loop would run it."""
-    kind = entry.kind
-    if kind == ENTRY_MATCHER:
-        return entry.matcher.match(scope)  # type: ignore[no-any-return]
-    if kind == ENTRY_ROUTE:
-        return entry.route.matches(scope)  # type: ignore[no-any-return]
-    # An included APIRoute matches with its inclusion context in the scope, set and
-    # restored around the test as FastAPI's inclusion does.
-    fastapi_scope = scope.setdefault(FASTAPI_SCOPE_KEY, {})
-    previous = fastapi_scope.get(ROUTE_CONTEXT_KEY, ABSENT)
-    fastapi_scope[ROUTE_CONTEXT_KEY] = entry.context
-    try:
-        return entry.route.matches(scope)  # type: ignore[no-any-return]
-    finally:
-        fastapi_scope = scope.get(FASTAPI_SCOPE_KEY)
-        if type(fastapi_scope) is dict:
-            if previous is ABSENT:
-                fastapi_scope.pop(ROUTE_CONTEXT_KEY, None)
-            else:
-                fastapi_scope[ROUTE_CONTEXT_KEY] = previous
-
-
-def select(index: RouteIndex, scope: Scope) -> tuple[Any, Any, dict[str, Any]] | None:
-    """(match, entry, child scope) of the route FastAPI's loop would pick, or None.
-
-    A match of MATCH_NONE (entry None) when no route matches; None hands the request to
-    FastAPI, where a route only FastAPI can handle comes up, or the index cannot narrow.
-    """
-    path = scope["path"]
-    if scope.get("root_path"):
-        path = get_route_path(scope)
-    found = candidates(index, path)
-    if found is None:
-        return None
-    entries = index.entries
-    partial = None
-    for position in found:
-        entry = entries[position]
-        if entry.kind == ENTRY_FALLBACK:
-            return None
-        match, child_scope = match_entry(entry, scope)
-        if match is MATCH_FULL:
-            return match, entry, child_scope
-        if match is MATCH_PARTIAL and partial is None:
-            partial = (match, entry, child_scope)
-    if partial is None:
-        return MATCH_NONE, None, {}
-    return partial
-
-
-def dispatch(
-    selected: tuple[Any, IndexEntry, dict[str, Any]], scope: Scope, receive: Receive, send: Send
-) -> Awaitable[None]:
-    """Hand the request to the selected route, the scope set as FastAPI's router sets it."""
-    match, entry, child_scope = selected
-    if entry.kind == ENTRY_ROUTE:
-        # The application's loop: merge the child scope, report, handle.
-        update_scope(scope, child_scope)
-        if scope.get(TELEMETRY_SCOPE_KEY) is not None:
-            route_selected(scope=scope, path=entry.path_format, mount=entry.is_mount)
-        return entry.route.handle(scope, receive, send)  # type: ignore[no-any-return]
-    # An included route: what each inclusion's handle and the innermost selection do.
-    fastapi_scope = scope.setdefault(FASTAPI_SCOPE_KEY, {})
-    for limits in entry.chain_limits:
-        apply_form_limits(scope, limits)
-    if entry.included is not None:
-        fastapi_scope[INCLUDED_ROUTER_KEY] = entry.included
-    scope.update(child_scope)
-    if scope.get(TELEMETRY_SCOPE_KEY) is not None:
-        route_selected(scope=scope, path=entry.path_format, mount=False)
-    fastapi_scope[ROUTE_CONTEXT_KEY] = entry.context
-    scope["route"] = entry.route
-    if entry.direct is not None and match is MATCH_FULL:
-        return entry.direct(scope, receive, send)  # type: ignore[no-any-return]
-    return entry.route.handle(scope, receive, send)  # type: ignore[no-any-return]
-
-
-class AppDispatcher:
-    """The application router's route loop, through the index (see `install_dispatch`).
-
-    `fallback` is FastAPI's own loop, `rebuild()` builds the index of the current table.
-    """
-
-    __slots__ = ("fallback", "index", "installed_on", "rebuild")
-
-    def __init__(self, router: Any, fallback: Any, rebuild: Any) -> None:
-        self.installed_on = router
-        self.fallback = fallback
-        self.rebuild = rebuild
-        self.index: RouteIndex | None = None
-
-    def current_index(self) -> RouteIndex:
-        index = self.index
-        if (
-            index is None
-            or index.generation != ROUTES_GENERATION.value
-            or self.installed_on.routes != index.snapshot
-        ):
-            index = self.index = self.rebuild()
-        return index
-
-    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
-        if scope["type"] != "http":
-            return self.fallback(scope, receive, send)  # type: ignore[no-any-return]
-        index = self.current_index()
-        selected = select(index, scope)
-        if selected is None or selected[1] is None:
-            # Redirects, low-priority routes and the 404 are FastAPI's.
-            return self.fallback(scope, receive, send)  # type: ignore[no-any-return]
-        if index.form_limits:
-            apply_form_limits(scope, index.form_limits)
-        if "router" not in scope:
-            scope["router"] = self.installed_on
-        return dispatch(selected, scope, receive, send)
-
-
-# What `_routing.index` builds this twin's indexes from.
-INDEX_CLASSES: tuple[type, type, type, type] = (RouteIndex, IndexEntry, IndexNode, RouteMatcher)
-
-
-def included_index(router: Any, included: Any) -> RouteIndex:
-    """The index of one inclusion of a MsgspecRouter, rebuilt when routes change by the
-    builder the router's class was given at registration (`index_builder`)."""
-    index = getattr(included, INDEX_ATTR, None)
-    if index is None or index.generation != ROUTES_GENERATION.value:
-        index = router.index_builder(included)
-        setattr(included, INDEX_ATTR, index)
-    return index  # type: ignore[no-any-return]
-
-
-def serving_inclusion(router: Any, scope: Scope) -> Any:
-    """The inclusion of `router` FastAPI is matching or handling, for HTTP; else None."""
-    if scope["type"] != "http":
-        return None
-    fastapi_scope = scope.get(FASTAPI_SCOPE_KEY)
-    if fastapi_scope is None:
-        return None
-    included = fastapi_scope.get(INCLUDED_ROUTER_KEY)
-    if included is None or getattr(included, INCLUSION_ROUTER_ATTR, None) is not router:
-        return None
-    return included
-
-
-def router_matches(router: Any, scope: Scope) -> tuple[Any, Scope]:
-    """`MsgspecRouter.matches`: this inclusion's candidates through its index."""
-    included = serving_inclusion(router, scope)
-    if included is not None:
-        selected = select(included_index(router, included), scope)
-        if selected is not None:
-            return selected[0], selected[2]
-    return API_ROUTER_MATCHES(router, scope)
-
-
-def router_handle(router: Any, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
-    """`MsgspecRouter.handle`: the selected route of this inclusion, through its index."""
-    included = serving_inclusion(router, scope)
-    if included is not None:
-        selected = select(included_index(router, included), scope)
-        if selected is not None and selected[1] is not None:
-            return dispatch(selected, scope, receive, send)
-    return API_ROUTER_HANDLE(router, scope, receive, send)
-
-
-# The index builder tells this twin's routes and routers from custom ones by these.
-_shared.TWIN_ENTRY_POINTS.add(route_matches, route_handle, router_matches, router_handle)

@@ -2,8 +2,8 @@
 
 Every pair follows one naming rule: the compiled module has the plain name and its pure
 twin the `_py` suffix. `_fastpath` is compiled from its own `.pyx` beside `_fastpath_py.py`;
-a one-source module such as `_dependencies.executor` is compiled by Cython from
-`executor_py.py` under the plain name, typed by `executor.pxd`.
+a one-source module such as `_dependencies.executor` or `_routing.dispatch` is compiled by
+Cython from `name_py.py` under the plain name, typed by `name.pxd`.
 
 The compiled modules are used when they import and MSGSPEC_FASTAPI_PURE is not "1"; the
 pure ones otherwise, and on interpreters other than CPython. The request path a route runs
@@ -26,9 +26,10 @@ IMPLEMENTATIONS = ("compiled", "pure")
 # The request path's twins, and what goes with each (same implementation).
 TWIN = "_fastpath"
 EXECUTOR = "_dependencies.executor"
+DISPATCH = "_routing.dispatch"
 ENTRY = "_routing.entry"
 # Every pair: a build with the extensions has each compiled module.
-PAIRS = (TWIN, EXECUTOR, ENTRY)
+PAIRS = (TWIN, EXECUTOR, DISPATCH, ENTRY)
 
 _FORCE_PURE = os.environ.get("MSGSPEC_FASTAPI_PURE") == "1"
 
@@ -84,6 +85,7 @@ else:
 IMPLEMENTATION: str = twin.IMPLEMENTATION
 
 __all__ = [
+    "DISPATCH",
     "ENTRY",
     "EXECUTOR",
     "IMPLEMENTATION",

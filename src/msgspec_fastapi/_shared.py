@@ -268,9 +268,10 @@ ROUTES_GENERATION = Generation()
 class EntryPoints:
     """The `matches` and `handle` functions of every request-path twin imported so far.
 
-    Each twin adds its own as it is imported, so that the index builder (`_routing.index`) tells
-    the package's routes and routers from custom ones without importing the twins: imports
-    go one way, from registration to the request path.
+    Each twin's routing module (`_routing.dispatch` or `_routing.dispatch_py`) adds its own
+    as it is imported, so that the index builder (`_routing.index`) tells the package's
+    routes and routers from custom ones without importing them: imports go one way, from
+    registration to the request path.
     """
 
     __slots__ = ("route_handle", "route_matches", "router_methods")
