@@ -264,11 +264,23 @@ def stop(process: subprocess.Popen[bytes]) -> bool:
 
 
 def is_gone(pid: int) -> bool:
+    """The process has exited (a zombie waiting for init to reap it counts as exited)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
         return True
-    return False
+    return state in ("Z", "X")
+
+
+def left_after(pids: list[int], grace: float) -> list[int]:
+    """The processes still running `grace` seconds after the server's main process left:
+    hypercorn's exits before its worker has finished shutting down."""
+    deadline = time.monotonic() + grace
+    while True:
+        left = [pid for pid in pids if not is_gone(pid)]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module", params=list(SERVERS))
@@ -304,7 +316,7 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         "stopped": stopped,
         "returncode": process.returncode,
         "processes": processes,
-        "left": [pid for pid in processes if not is_gone(pid)],
+        "left": left_after(processes, STOP_TIMEOUT),
         "log": log_path.read_text(errors="replace"),
     }
 
