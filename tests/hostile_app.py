@@ -9,12 +9,17 @@ such app per twin.
 
 The bad-input table, the fuzzer, the leak test and the real-server test all use it; the
 server test starts it in a subprocess with `uvicorn hostile_app:app` (tests/ on the path).
+For that test the app says on stderr when its lifespan starts and ends (`LIFESPAN_LINES`)
+and when an endless stream (`/ticks`) is closed (`TICKS_CLOSED`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import datetime
 import enum
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any
@@ -38,6 +43,10 @@ SMALL_LIMIT = 64
 FORM_LIMIT = 4096
 # Routes that run on the delegated tier whatever their prefix: forms are parsed FastAPI's way.
 ALWAYS_DELEGATED = ("/form",)
+# What the app writes to stderr as its lifespan starts and ends, and when a /ticks stream's
+# generator is closed (the real-server test reads them in the server's log).
+LIFESPAN_LINES = ("hostile_app: lifespan started", "hostile_app: lifespan ended")
+TICKS_CLOSED = "hostile_app: ticks closed"
 
 
 class Color(enum.Enum):
@@ -207,6 +216,18 @@ def tier_router(tier: str, router_class: type[MsgspecRouter] = MsgspecRouter) ->
         for i in range(count):
             yield Point(i, -i)
 
+    @router.get("/ticks")
+    async def ticks() -> AsyncIterator[Point]:
+        """Endless: only the client going away ends it."""
+        try:
+            i = 0
+            while True:
+                yield Point(i, -i)
+                i += 1
+                await asyncio.sleep(0.01)
+        finally:
+            print(TICKS_CLOSED, file=sys.stderr, flush=True)
+
     @router.get("/bad-lines")
     async def bad_lines() -> AsyncIterator[Point]:
         yield Point(1, 2)
@@ -219,10 +240,17 @@ def tier_router(tier: str, router_class: type[MsgspecRouter] = MsgspecRouter) ->
     return router
 
 
+@contextlib.asynccontextmanager
+async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    print(LIFESPAN_LINES[0], file=sys.stderr, flush=True)
+    yield
+    print(LIFESPAN_LINES[1], file=sys.stderr, flush=True)
+
+
 def build_app(twin: Twin | None = None) -> FastAPI:
     """The application, with every route on `twin` (by default the twin the package chose)."""
     router_class = twin.router_class if twin is not None else MsgspecRouter
-    app = FastAPI()
+    app = FastAPI(lifespan=lifespan)
     for tier in TIERS:
         app.include_router(tier_router(tier, router_class), prefix=f"/{tier}")
     list(iter_route_contexts(app.routes))  # build every included route now

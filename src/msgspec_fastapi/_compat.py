@@ -499,9 +499,11 @@ def watch_route_changes(router: Any, on_change: Any) -> None:
 
     Every change FastAPI counts (add_api_route, add_route, include_router, websocket
     routes, frontend) goes through `APIRouter._mark_routes_changed` in both versions;
-    the hook is an instance attribute that calls the original first. Idempotent.
+    the hook is an instance attribute that calls the original first. Idempotent, also
+    when index builds in two threads (two event loops) watch the same router at once:
+    only the thread whose hook `setdefault` stored installs it.
     """
-    if getattr(router, "_msgspec_watched", False):
+    if "_msgspec_watched" in vars(router):
         return
     original = router._mark_routes_changed
 
@@ -509,8 +511,8 @@ def watch_route_changes(router: Any, on_change: Any) -> None:
         original()
         on_change()
 
-    router._mark_routes_changed = mark_routes_changed
-    router._msgspec_watched = True
+    if vars(router).setdefault("_msgspec_watched", mark_routes_changed) is mark_routes_changed:
+        router._mark_routes_changed = mark_routes_changed
 
 
 def routes_version(router: Any) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import itertools
 import math
 from collections.abc import Callable
 from functools import partial
@@ -250,15 +251,23 @@ INDEX_ATTR = "_msgspec_index"
 
 
 class Generation:
-    """A counter bumped whenever FastAPI changes the routes of a watched router."""
+    """A value changed whenever FastAPI changes the routes of a watched router.
 
-    __slots__ = ("value",)
+    Each change stores a value never stored before, drawn from one counter, instead of
+    adding one to the current value: two changes in two threads may store theirs in
+    either order, but never one an index was already built at (a read-add-store racing
+    another can store a value again, and a later change can then store the value a
+    stale index holds). `next()` on `itertools.count` is atomic, with or without the GIL.
+    """
+
+    __slots__ = ("_values", "value")
 
     def __init__(self) -> None:
+        self._values = itertools.count(1)
         self.value = 0
 
     def bump(self) -> None:
-        self.value += 1
+        self.value = next(self._values)
 
 
 # One counter for every index: any change anywhere rebuilds indexes lazily.

@@ -41,8 +41,9 @@ class ErrorOrder:
     ) -> None:
         self.build = build  # the errors-only plan under an override set (None: none)
         self.provider = provider  # whose dependency_overrides apply (the app), or None
-        # (built under overrides, their lookups, the plan), the latest used first
-        self.plans: list[tuple[bool, Probes, DepPlan | None]] = []
+        # (built under overrides, their lookups, the plan), the latest used first; a
+        # tuple replaced whole, as `DependencyRoute.plans` (requests on other threads)
+        self.plans: tuple[tuple[bool, Probes, DepPlan | None], ...] = ()
 
     def plan(self) -> DepPlan | None:
         """The plan under the overrides set now: a recent one built under overrides that
@@ -59,14 +60,14 @@ class ErrorOrder:
                     continue
             except TypeError:  # an unhashable key: FastAPI fails on it too
                 return None
-            plans.insert(0, plans.pop(i))
+            if i:
+                self.plans = (plans[i], *plans[:i], *plans[i + 1 :])
             return plan
         try:
             plan, probes = self.build(overrides)
         except Exception:  # whatever FastAPI makes of these overrides, it makes itself
             return None
-        plans.insert(0, (overrides is not None, probes, plan))
-        del plans[PLANS_PER_ROUTE:]
+        self.plans = ((overrides is not None, probes, plan), *plans[: PLANS_PER_ROUTE - 1])
         return plan
 
     def errors(self, scope: Scope, body: Any) -> list[Any] | None:

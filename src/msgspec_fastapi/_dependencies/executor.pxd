@@ -63,6 +63,6 @@ cdef class DependencyRoute:
     cdef public object delegated
     cdef public bint has_body
     cdef public bint checks_length
-    cdef public list plans
+    cdef public tuple plans
 
     cpdef object plan_for(self, object overrides)

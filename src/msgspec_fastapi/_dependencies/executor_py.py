@@ -292,11 +292,17 @@ class DependencyRoute:
         self.has_body = route_plan.body is not None
         # Where the request path enforces the body limit (FastAPI before 0.164).
         self.checks_length = route_plan.max_body_size >= 0
-        self.plans: list[tuple[tuple[tuple[Any, Any], ...], Program | None]] = []
+        # The latest used first. A tuple, replaced whole and never changed in place: a
+        # request in another thread keeps reading the one it took (see `plan_for`).
+        self.plans: tuple[tuple[tuple[tuple[Any, Any], ...], Program | None], ...] = ()
 
     def plan_for(self, overrides: Any) -> Program | None:
         """The plan under these overrides: a recent one whose lookups all resolve as they
-        did when it was built (so the build would make the same plan), else a new one."""
+        did when it was built (so the build would make the same plan), else a new one.
+
+        Requests on other threads (other event loops) may look at the same time: each
+        reads the tuple once and publishes a new one, so the worst a race does is lose
+        one's reordering or its new plan, which is built again when next needed."""
         plans = self.plans
         for i in range(len(plans)):
             probes, program = plans[i]
@@ -310,15 +316,14 @@ class DependencyRoute:
                     return None
             if holds:
                 if i:
-                    plans.insert(0, plans.pop(i))
+                    self.plans = (plans[i], *plans[:i], *plans[i + 1 :])
                 return program
         try:
             plan, probes = self.build(overrides)
         except Exception:  # whatever FastAPI makes of these overrides, it makes per request
             return None
         program = None if plan is None else Program(plan)
-        plans.insert(0, (probes, program))
-        del plans[PLANS_PER_ROUTE:]
+        self.plans = ((probes, program), *plans[: PLANS_PER_ROUTE - 1])
         return program
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

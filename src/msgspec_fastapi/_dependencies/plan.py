@@ -152,7 +152,9 @@ class _Builder:
         # A plan only for the order of a delegated route's errors: FastAPI validates the
         # parameters (`_dependencies.errors`), so any it can validate will do.
         self.errors_only = errors_only
-        self.overrides = overrides
+        # One copy for the whole build: another thread may change the application's
+        # overrides meanwhile, and the plan must follow one set of them.
+        self.overrides = None if overrides is None else dict(overrides)
         self.make_runtime = make_runtime
         self.steps: list[Step] = []
         self.keys: dict[Any, int] = {}
@@ -183,13 +185,16 @@ class _Builder:
         received = []
         for sub in dependant.dependencies:
             use_sub = sub
-            if self.overrides:
+            if self.overrides is not None:
                 call = sub.call
                 try:
                     resolved = self.overrides.get(call, call)
                 except TypeError as exc:  # an unhashable call: FastAPI fails too
                     raise Refused from exc
+                # Also where the copy came out empty (emptied since the caller saw
+                # them): the plan then holds only while nothing overrides this call.
                 self.probes.append((call, resolved))
+            if self.overrides:
                 unwrapped = unwrap_stand_in(call)
                 if unwrapped is not None and resolved == unwrapped[0]:
                     # A dependency that takes msgspec types, overriding itself: its
@@ -351,7 +356,8 @@ def build_plan(
     """The plan of a route whose FastAPI Dependant is `root` (its endpoint the wrapper of
     `spec`'s endpoint), under `overrides` (None or empty: none set), with parameter
     extraction by `make_runtime` (the twin's RouteRuntime); None when it cannot be planned.
-    Also returns the override lookups made, which decide when the plan holds again.
+    Also returns the override lookups made, which decide when the plan holds again (made
+    whenever `overrides` is not None, empty or not).
     `errors_only`: a plan whose steps extract no path, query, header or cookie parameter
     (FastAPI validates those), for the order of a delegated route's errors."""
     builder = _Builder(spec, overrides, make_runtime, errors_only)
