@@ -187,6 +187,16 @@ fuzz-errors: $(VENV)/.installed
 	MSGSPEC_FASTAPI_ERROR_CASES=$(FUZZ_ERRORS_CASES) $(PY) -m pytest -q \
 		tests/test_errors_fastapi.py -k generated_bodies
 
+# One application served from several event loops in threads of one process, as Granian's
+# threaded runtime serves it (tests/test_many_loops.py): LOOPS_REQUESTS requests over
+# LOOPS loops, on both twins, through FastAPI's loop and install_dispatch.
+LOOPS_REQUESTS ?= 100000
+LOOPS ?= 4
+.PHONY: test-many-loops
+test-many-loops: $(VENV)/.installed
+	MSGSPEC_FASTAPI_LOOPS_REQUESTS=$(LOOPS_REQUESTS) MSGSPEC_FASTAPI_LOOPS=$(LOOPS) \
+		$(PY) -m pytest -q -s tests/test_many_loops.py
+
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

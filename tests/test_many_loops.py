@@ -372,7 +372,13 @@ def serve_from_many_loops(twin: Twin, dispatch: bool) -> tuple[Tally, float]:
 # per request on the delegated tier while overrides are set) with `catch_warnings`, whose
 # filters are the whole process's before Python 3.14: another thread leaving its own
 # `catch_warnings` meanwhile lets the warning out, which this suite's filters make an error.
+# It lets one in about 100,000 requests fail so, FastAPI's race and not ours: this test is
+# a long mode (`make test-many-loops`), kept out of the suite's default run.
 @pytest.mark.slow
+@pytest.mark.skipif(
+    "MSGSPEC_FASTAPI_LOOPS_REQUESTS" not in os.environ,
+    reason="long mode: make test-many-loops (MSGSPEC_FASTAPI_LOOPS_REQUESTS)",
+)
 @pytest.mark.filterwarnings("ignore::pydantic.warnings.UnsupportedFieldAttributeWarning")
 @pytest.mark.parametrize("dispatch", [False, True], ids=["fastapi-loop", "install-dispatch"])
 def test_one_app_served_from_many_loops_answers_every_request_rightly(
