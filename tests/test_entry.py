@@ -630,6 +630,84 @@ def test_telemetry_records_the_exception_as_fastapis_layers_do(twin: Twin) -> No
     assert [log[0] for log in reports[0]["logs"]] == ["http.server.request.exception"]
 
 
+def gated_app(twin: Twin, **telemetry: Any) -> tuple[FastAPI, Any]:
+    """An application with the entry built on `twin`, and its telemetry test (the gate)."""
+    app = FastAPI(telemetry=telemetry or None)
+
+    @app.get("/")
+    async def read() -> dict[str, int]:
+        return {"a": 1}
+
+    twin.install_dispatch(app)
+    assert TestClient(app).get("/").json() == {"a": 1}
+    parts = _compat.telemetry_gate_parts(app)
+    if parts is None:
+        pytest.skip("this FastAPI has no per-request telemetry test")
+    gate = parts[0].enabled
+    assert type(gate).__name__ == "TelemetryGate"
+    assert type(gate).__module__ == _select.companion(_select.ENTRY, twin.module).__name__
+    return app, gate
+
+
+def test_the_telemetry_gate_finds_nothing_configured_as_fastapi_does(twin: Twin) -> None:
+    _, gate = gated_app(twin)
+    assert gate() is False
+    assert gate.original() is False
+
+
+def test_the_telemetry_gate_follows_a_kind_switched_off(twin: Twin) -> None:
+    _, gate = gated_app(twin, tracing=False, metrics=False, logs=False)
+    assert (gate(), gate.original()) == (False, False)
+
+
+def test_the_telemetry_gate_defers_to_fastapi_for_a_configured_provider(twin: Twin) -> None:
+    sdk_trace = pytest.importorskip("opentelemetry.sdk.trace")
+    _, gate = gated_app(twin, tracer_provider=sdk_trace.TracerProvider())
+    assert (gate(), gate.original()) == (True, True)
+
+
+def test_the_telemetry_gate_sees_a_global_provider_set_after_start(
+    twin: Twin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sdk_trace = pytest.importorskip("opentelemetry.sdk.trace")
+    from opentelemetry import trace
+
+    _, gate = gated_app(twin)
+    assert gate() is False
+    # As set_tracer_provider leaves it (which can run once per process).
+    monkeypatch.setitem(
+        trace.get_tracer_provider.__globals__, "_TRACER_PROVIDER", sdk_trace.TracerProvider()
+    )
+    assert (gate(), gate.original()) == (True, True)
+
+
+def test_the_telemetry_gate_sees_a_replaced_getter(
+    twin: Twin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sdk_metrics = pytest.importorskip("opentelemetry.sdk.metrics")
+    from opentelemetry import metrics
+
+    _, gate = gated_app(twin)
+    provider = sdk_metrics.MeterProvider()
+    monkeypatch.setattr(metrics, "get_meter_provider", lambda: provider)
+    assert (gate(), gate.original()) == (True, True)
+
+
+def test_the_telemetry_gate_leaves_a_provider_named_in_the_environment_to_fastapi(
+    twin: Twin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, gate = gated_app(twin)
+    # A name no package provides: OpenTelemetry fails to load it, in FastAPI's test as
+    # through the gate (a real one would become the process's provider for good).
+    monkeypatch.setenv("OTEL_PYTHON_LOGGER_PROVIDER", "no_such_provider")
+    with pytest.raises(StopIteration):
+        gate.original()
+    with pytest.raises(StopIteration):
+        gate()
+    monkeypatch.delenv("OTEL_PYTHON_LOGGER_PROVIDER")
+    assert gate() is False
+
+
 # -- where FastAPI's stack stays ---------------------------------------------------------
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import os
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager, AsyncExitStack
 from functools import cache, partial
@@ -852,3 +853,58 @@ def exception_middleware_handlers(middleware: Any) -> tuple[dict[Any, Any], dict
 def exit_callbacks_pending(stack: AsyncExitStack) -> bool:
     """Whether anything was pushed onto `stack` (closing an empty one does nothing)."""
     return bool(stack._exit_callbacks)  # type: ignore[attr-defined]
+
+
+# -- FastAPI's native telemetry test: `FastAPI.__call__` (0.165) asks
+# `app._native_telemetry.enabled()` on every request, which asks each OpenTelemetry API
+# for its global provider. The entry's `TelemetryGate` answers it from the same state, read
+# directly: per kind, the configuration keys, the module FastAPI calls the getter on, the
+# getter, its global provider, the environment variable naming one, and the proxy the
+# getter returns while none is set (which FastAPI must find unconfigured).
+_TELEMETRY_KINDS = (
+    ("tracing", "tracer_provider", "trace", "get_tracer_provider", "_TRACER_PROVIDER",
+     "OTEL_PYTHON_TRACER_PROVIDER", "_PROXY_TRACER_PROVIDER"),
+    ("metrics", "meter_provider", "metrics", "get_meter_provider", "_METER_PROVIDER",
+     "OTEL_PYTHON_METER_PROVIDER", "_PROXY_METER_PROVIDER"),
+    ("logs", "logger_provider", "_logs", "get_logger_provider", "_LOGGER_PROVIDER",
+     "OTEL_PYTHON_LOGGER_PROVIDER", "_PROXY_LOGGER_PROVIDER"),
+)  # fmt: skip
+
+
+def telemetry_gate_parts(app: Any) -> tuple[Any, tuple[Any, ...]] | None:
+    """(`app`'s native telemetry, the arguments of a `TelemetryGate` for it), or None
+    where FastAPI has no such test or its state is not the one the gate knows."""
+    telemetry: Any = getattr(app, "_native_telemetry", None)
+    native: Any = getattr(_telemetry_asgi, "NativeTelemetry", None)
+    if native is None or type(telemetry) is not native:
+        return None
+    config = telemetry.config
+    environ: Any = os.environ
+    # The dict behind `os.environ`, which every change to it goes through.
+    data = getattr(environ, "_data", None)
+    if type(environ) is not os._Environ or type(data) is not dict:
+        return None
+    kinds = []
+    for switch, provider, api_name, name, current, variable, proxy in _TELEMETRY_KINDS:
+        api = getattr(_telemetry_asgi, api_name, None)
+        getter = getattr(api, name, None)
+        namespace = getattr(getter, "__globals__", None)
+        if (
+            type(config) is not dict
+            or switch not in config
+            or provider not in config
+            or not isinstance(namespace, dict)
+            or current not in namespace
+            or proxy not in namespace
+            or not _telemetry._unconfigured(namespace[proxy])
+        ):
+            return None
+        key = environ.encodekey(variable)
+        kinds.append((switch, provider, api, name, getter, namespace, current, key))
+    original = native.enabled.__get__(telemetry)
+    return telemetry, (original, config, tuple(kinds), data)
+
+
+def replace_telemetry_test(telemetry: Any, gate: Callable[[], bool]) -> None:
+    """Put `gate` in place of FastAPI's `enabled()` on this application's telemetry."""
+    telemetry.enabled = gate

@@ -2,6 +2,13 @@
 # C declarations for `_routing.entry`, the compiled build of `entry_py.py`: the per-application
 # state of the entry becomes typed fields, read per request without a dict lookup.
 
+cdef class TelemetryGate:
+    cdef public object original
+    cdef public dict config
+    cdef public tuple kinds
+    cdef public dict environ
+
+
 cdef class Tracker:
     cdef public object send
     cdef public bint started

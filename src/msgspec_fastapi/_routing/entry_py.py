@@ -39,6 +39,53 @@ RESPONSE_START = "http.response.start"
 HANDLED_AFTER_START = "Caught handled exception, but response already started."
 
 
+class TelemetryGate:
+    """FastAPI's per-request test of whether its native telemetry observes the request
+    (`NativeTelemetry.enabled`), put in its place on the application's telemetry.
+
+    FastAPI asks each OpenTelemetry API for its global provider, and each of those asks
+    the environment through `os.environ`'s Python-level mapping methods: about a third of
+    a small request's instructions. While a kind is switched off in the configuration,
+    or has no configured provider, no global provider, no provider named in the
+    environment and FastAPI's getter in place, FastAPI's test finds that kind
+    unconfigured; the gate reads those facts directly (C dict lookups) and answers False
+    when every kind is in that state. Any other state goes to FastAPI's own test.
+
+    `kinds` holds, per kind: the configuration's switch and provider keys, the module
+    FastAPI calls the getter on, the getter's name and the getter, the getter's module
+    globals and the name of its global provider there, and the environment variable's key
+    in `environ` (the dict behind `os.environ`).
+    """
+
+    __slots__ = ("config", "environ", "kinds", "original")
+
+    def __init__(
+        self,
+        original: Any,
+        config: dict[str, Any],
+        kinds: tuple[tuple[str, str, Any, str, Any, dict[str, Any], str, bytes], ...],
+        environ: dict[bytes, bytes],
+    ) -> None:
+        self.original = original
+        self.config = config
+        self.kinds = kinds
+        self.environ = environ
+
+    def __call__(self) -> bool:
+        config = self.config
+        for switch, provider, api, name, getter, namespace, current, variable in self.kinds:
+            if not config[switch]:
+                continue
+            if (
+                config[provider] is not None
+                or getattr(api, name) is not getter
+                or namespace[current] is not None
+                or variable in self.environ
+            ):
+                return self.original()  # type: ignore[no-any-return]
+        return False
+
+
 class Tracker:
     """The send of a request, noting when the response starts (for the error layers)."""
 

@@ -154,6 +154,11 @@ def build_entry(app: FastAPI, module: ModuleType, layers: list[Any]) -> ASGIApp:
     if _compat.AppBodyLimitMiddleware is not None:
         body_limit = _compat.AppBodyLimitMiddleware(chain, max_body_size=limit)
     handler = server_error.handler
+    gate = _compat.telemetry_gate_parts(app)
+    if gate is not None:
+        # FastAPI's own telemetry test runs before the entry on every request.
+        telemetry, args = gate
+        _compat.replace_telemetry_test(telemetry, module.TelemetryGate(*args))
     return module.Outer(  # type: ignore[no-any-return]
         chain,
         inner if chain is inner else None,
