@@ -850,9 +850,9 @@ def exception_middleware_handlers(middleware: Any) -> tuple[dict[Any, Any], dict
     return middleware._exception_handlers, middleware._status_handlers
 
 
-def exit_callbacks_pending(stack: AsyncExitStack) -> bool:
-    """Whether anything was pushed onto `stack` (closing an empty one does nothing)."""
-    return bool(stack._exit_callbacks)  # type: ignore[attr-defined]
+# The deque of an AsyncExitStack's callbacks: empty when nothing was pushed onto it. A
+# name, not a function: the entry reads it on every request.
+EXIT_CALLBACKS_ATTR = "_exit_callbacks"
 
 
 # -- FastAPI's native telemetry test: `FastAPI.__call__` (0.165) asks

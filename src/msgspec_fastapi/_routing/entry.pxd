@@ -21,6 +21,7 @@ cdef class Inner:
     cdef public dict exception_handlers
     cdef public dict status_handlers
     cdef public dict async_handlers
+    cdef public bint through_stack
 
 
 cdef class Outer:

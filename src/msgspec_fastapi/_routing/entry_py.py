@@ -29,8 +29,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from .._compat import (
     BODY_LIMIT_SCOPE_KEY,
     EXCEPTION_HANDLERS_KEY,
+    EXIT_CALLBACKS_ATTR,
     FILE_STACK_KEY,
-    exit_callbacks_pending,
     lookup_exception_handler,
     record_exception,
 )
@@ -108,7 +108,9 @@ class Inner:
     `other` is FastAPI's own pair of those layers, for websocket and lifespan scopes;
     `handlers` the pair of handler maps ExceptionMiddleware puts in the scope, which the
     routes read too; `async_handlers` says, per handler id, whether it is a coroutine
-    function (Starlette asks per exception).
+    function (Starlette asks per exception). `through_stack`: the router's `__call__` is
+    Starlette's, which only awaits the router's `middleware_stack`; the entry then calls
+    that stack itself (read per request, as Starlette reads it), one coroutine less.
     """
 
     __slots__ = (
@@ -118,6 +120,7 @@ class Inner:
         "handlers",
         "other",
         "status_handlers",
+        "through_stack",
     )
 
     def __init__(
@@ -126,6 +129,7 @@ class Inner:
         other: ASGIApp,
         handlers: tuple[dict[Any, Any], dict[int, Any]],
         async_handlers: dict[int, bool],
+        through_stack: bool,
     ) -> None:
         self.app = app
         self.other = other
@@ -133,6 +137,7 @@ class Inner:
         self.exception_handlers = handlers[0]
         self.status_handlers = handlers[1]
         self.async_handlers = async_handlers
+        self.through_stack = through_stack
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -146,17 +151,22 @@ class Inner:
         stack = AsyncExitStack()
         scope[FILE_STACK_KEY] = stack
         handled: Exception | None = None
+        app: Any = self.app
+        if self.through_stack:
+            app = app.middleware_stack
         try:
             try:
-                await self.app(scope, receive, tracker)
+                await app(scope, receive, tracker)
             except BaseException as exc:
                 # As `async with stack` would close it; a callback may swallow `exc`.
-                if exit_callbacks_pending(stack) and await stack.__aexit__(
+                if getattr(stack, EXIT_CALLBACKS_ATTR) and await stack.__aexit__(
                     type(exc), exc, exc.__traceback__
                 ):
                     return
                 raise
-            if exit_callbacks_pending(stack):
+            # Closed only if something was pushed onto it (closing an empty one does
+            # nothing).
+            if getattr(stack, EXIT_CALLBACKS_ATTR):
                 await stack.__aexit__(None, None, None)
         except Exception as exc:
             await self.handle_exception(scope, receive, tracker, exc)

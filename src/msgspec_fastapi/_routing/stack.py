@@ -19,6 +19,7 @@ from fastapi import FastAPI
 from fastapi.middleware.asyncexitstack import AsyncExitStackMiddleware
 from starlette.middleware.errors import ServerErrorMiddleware
 from starlette.middleware.exceptions import ExceptionMiddleware
+from starlette.routing import Router
 from starlette.types import ASGIApp
 
 from .. import _compat
@@ -145,7 +146,8 @@ def build_entry(app: FastAPI, module: ModuleType, layers: list[Any]) -> ASGIApp:
         for table in handlers
         for handler in table.values()
     }
-    inner = module.Inner(app.router, exceptions, handlers, async_handlers)
+    through_stack = type(app.router).__call__ is Router.__call__
+    inner = module.Inner(app.router, exceptions, handlers, async_handlers, through_stack)
     chain: ASGIApp = inner
     for cls, args, kwargs in reversed(app.user_middleware):
         chain = cls(chain, *args, **kwargs)
