@@ -11,7 +11,7 @@ BUILD_PY := $(BUILD_VENV)/bin/python
 # Keep in step with the pypa/cibuildwheel pin in .github/workflows/wheels.yml.
 CIBUILDWHEEL_VERSION ?= 4.2.0
 
-.PHONY: test test-lowest test-py313 test-fastapi test-fastapi-dispatch test-upstream bench bench-quick bench-errors bench-icount bench-icount-quick bench-icount-tools bench-service bench-service-pg bench-service-tools lint fuzz fuzz-errors clean
+.PHONY: leaks test test-lowest test-py313 test-fastapi test-fastapi-dispatch test-upstream bench bench-quick bench-errors bench-icount bench-icount-quick bench-icount-tools bench-service bench-service-pg bench-service-tools lint fuzz fuzz-errors clean
 .PHONY: wheel wheel-test check-build-identifiers check-clone docs
 
 BENCH_ARGS ?=
@@ -37,6 +37,12 @@ PURE_SMOKE := -m pure_smoke
 
 # The suite once, compiled (failing if the compiled module did not load), slow tests
 # included; then the pure smoke run.
+# The leak tests at full size (100,000 requests each, through FastAPI's layers and through
+# the entry) on both twins, printing the growth figures.
+leaks: $(VENV)/.installed
+	MSGSPEC_FASTAPI_EXPECT=compiled $(PY) -m pytest -q -s tests/test_leaks.py
+	MSGSPEC_FASTAPI_PURE=1 MSGSPEC_FASTAPI_EXPECT=pure $(PY) -m pytest -q -s tests/test_leaks.py
+
 test: $(VENV)/.installed
 	MSGSPEC_FASTAPI_EXPECT=compiled $(PY) -m pytest $(PYTEST_ARGS)
 	MSGSPEC_FASTAPI_PURE=1 MSGSPEC_FASTAPI_EXPECT=pure $(PY) -m pytest $(PYTEST_ARGS) $(PURE_SMOKE)

@@ -4,8 +4,10 @@ Valid and invalid requests of every kind (200, 400 from malformed and from too d
 nested JSON, 413, 415, 422 for bodies and parameters, a response that fails validation,
 a client that leaves mid-body, a sync endpoint; JSON Lines and server-sent events from
 async and sync generators, streamed to the end, cut short by a client that leaves, or
-failing on an invalid item) go to both tiers of `hostile_app`, as raw
-ASGI calls on one event loop, on whichever twin the session runs (compiled or pure).
+failing on an invalid item; a path no route serves) go to both tiers of `hostile_app`,
+as raw ASGI calls on one event loop, on whichever twin the session runs (compiled or
+pure), once through FastAPI's own application layers and once through the entry of
+`install_dispatch`.
 After a warm-up, the memory tracemalloc sees (over the first 5% of the requests: it
 slows every allocation), then the resident set size (/proc/self/statm) and the number of
 allocated memory blocks (over the rest), and the reference counts of every route
@@ -93,6 +95,9 @@ KINDS: list[tuple[tuple[Any, ...], Any]] = [
     (("GET", "/events/50", [], [b""], True, "wait"), 200),
     (("GET", "/events/1000", [], [b""], True), 200),
     (("GET", "/bad-lines", [], [b""], True, "wait"), "ResponseValidationError"),
+    # No such route: FastAPI's router raises its 404, which the application's handler
+    # answers (in the entry, its own handler lookup and Request).
+    (("GET", "/nowhere", [], [b""], True), 404),
 ]
 
 
@@ -150,9 +155,11 @@ def refcounts(objects: list[Any]) -> list[int]:
     return [sys.getrefcount(o) for o in objects]
 
 
-@pytest.fixture(scope="module")
-def measured() -> dict[str, Any]:
-    """Warm up, then send REQUESTS requests; what changed.
+@pytest.fixture(scope="module", params=["layers", "entry"])
+def measured(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """Warm up, then send REQUESTS requests; what changed. Twice: through FastAPI's own
+    application layers, and through the entry `install_dispatch` puts in their place
+    (where the 422s, the 404 and the 500 of a failing response go through its handling).
 
     tracemalloc slows every allocation several times over, so it watches only the first
     TRACED requests; the resident set size and the count of allocated memory blocks are
@@ -160,6 +167,8 @@ def measured() -> dict[str, Any]:
     Reference counts are compared across all of them.
     """
     app = build_app()
+    if request.param == "entry":
+        msgspec_fastapi.install_dispatch(app)
     runner = asyncio.Runner()
     try:
         runner.run(send_all(app, WARM_UP))
@@ -182,7 +191,8 @@ def measured() -> dict[str, Any]:
         tracemalloc.stop()
         runner.close()
     print(
-        f"\n{REQUESTS} requests on the {msgspec_fastapi.IMPLEMENTATION} twin: traced memory "
+        f"\n{REQUESTS} requests on the {msgspec_fastapi.IMPLEMENTATION} twin through the "
+        f"{request.param}: traced memory "
         f"{traced_after - traced_before:+} B over {TRACED}, resident set "
         f"{rss_after - rss_before:+} B and memory blocks {blocks_after - blocks_before:+} "
         f"over {REQUESTS - TRACED}"
@@ -194,11 +204,19 @@ def measured() -> dict[str, Any]:
         "blocks": blocks_after - blocks_before,
         "refcounts": (counts_before, counts_after),
         "watched": watched,
+        "app": app,
     }
 
 
 def test_every_request_got_its_expected_answer(measured: dict[str, Any]) -> None:
     assert measured["seen"] == expected_counts(0, REQUESTS)
+
+
+def test_the_entry_served_the_entry_case(
+    measured: dict[str, Any], request: pytest.FixtureRequest
+) -> None:
+    status = getattr(measured["app"], "msgspec_fastapi_entry", None)
+    assert (status is not None and status.installed) == ("[entry]" in request.node.name)
 
 
 def test_traced_memory_does_not_grow(measured: dict[str, Any]) -> None:
