@@ -17,8 +17,8 @@ tagged Structs, recursive Structs), the report falls back to msgspec's
 FastAPI's 400. Nothing here runs for a body that decodes.
 
 Parameters: a converter that fails hands the value to FastAPI's own validation of the
-parameter (`fastapi_parameter_errors`); a query or cookie model's failure is validated
-again with its Pydantic equivalent (`ModelErrors`).
+parameter (`fastapi_parameter_errors`); a query, header, cookie or form model's failure is
+validated again with its Pydantic equivalent (`ModelErrors`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,11 @@ from fastapi import HTTPException
 from fastapi.exceptions import RequestValidationError
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
-from .._compat import body_null_is_missing, parameter_models_take_defaults
+from .._compat import (
+    body_null_is_missing,
+    header_model_errors_by_header_name,
+    parameter_models_take_defaults,
+)
 from .._shared import malformed_json, nested_too_deeply
 from .validation import BodyErrors, nests_deeper_than
 
@@ -238,15 +242,20 @@ class FastAPIBodyErrors:
 
 
 class ModelErrors:
-    """A query or cookie model's failure as FastAPI reports it: Pydantic's errors for the
-    values FastAPI validates the model from, located under `where`; built at
-    registration (`NoEquivalent` or Pydantic's TypeError where there is no such type)."""
+    """A query, header, cookie or form model's failure as FastAPI reports it: Pydantic's
+    errors for the values FastAPI validates the model from, located under `where`; built
+    at registration (`NoEquivalent` or Pydantic's TypeError where there is no such type).
 
-    __slots__ = ("adapter", "defaults", "where")
+    `header_keys` maps a header model's field (its encoded name) to the header it is read
+    from where the two differ (`x_token` from `x-token`): FastAPI 0.165 locates those
+    fields' errors by the header (`header_model_errors_by_header_name`)."""
 
-    def __init__(self, model: Any, where: str) -> None:
+    __slots__ = ("adapter", "defaults", "header_keys", "where")
+
+    def __init__(self, model: Any, where: str, header_keys: dict[str, str] | None = None) -> None:
         self.adapter = TypeAdapter(pydantic_type(model))
         self.where = where
+        self.header_keys = header_keys or None
         # (key, default, factory) of each field in order; a field without a default has
         # neither (NODEFAULT). Only a Struct's are known here.
         fields = msgspec.structs.fields(model) if issubclass(model, msgspec.Struct) else ()
@@ -274,10 +283,14 @@ class ModelErrors:
         try:
             self.adapter.validate_python(values, from_attributes=True)
         except ValidationError as exc:
-            return [
-                {**error, "loc": (self.where, *error["loc"])}
-                for error in exc.errors(include_url=False)
-            ]
+            renamed = self.header_keys if header_model_errors_by_header_name() else None
+            found = []
+            for error in exc.errors(include_url=False):
+                loc = error["loc"]
+                if renamed and loc and loc[0] in renamed:
+                    loc = (renamed[loc[0]], *loc[1:])
+                found.append({**error, "loc": (self.where, *loc)})
+            return found
         return []
 
 
