@@ -216,7 +216,9 @@ async def receive_body(receive, Py_ssize_t limit):
     return b"".join(chunks)
 
 
-cdef revalidate_builtins(object result, object output_type, object error, object check):
+cdef revalidate_builtins(
+    object result, object output_type, object error, object check, object report
+):
     if isinstance(error, ValidationError):
         try:
             return msgspec.convert(
@@ -241,7 +243,7 @@ cdef revalidate_builtins(object result, object output_type, object error, object
             error = exc
         except (TypeError, ValueError):
             pass
-    raise response_invalid(error, result) from error
+    raise response_invalid(error, result, report) from error
 
 
 cdef list parse_query(bytes raw):
@@ -635,7 +637,9 @@ cdef class RouteRuntime:
             value = self.output_decoder.decode(self.encoder.encode(result))
         except (TypeError, ValueError, OverflowError) as exc:
             check = self.encoder if self.admits_any else None
-            value = revalidate_builtins(result, self.output_type, exc, check)
+            # A route with errors="fastapi" reports the failure as FastAPI would.
+            report = self.plan.output.report_invalid
+            value = revalidate_builtins(result, self.output_type, exc, check, report)
         if self.fills_defaults:
             fill_dataclass_defaults(value)
         return value

@@ -62,6 +62,7 @@ from ._errors.pydantic_style import (
     FastAPIBodyErrors,
     ModelErrors,
     NoEquivalent,
+    ResponseErrors,
     fastapi_parameter_errors,
 )
 from ._openapi.schemas import merge_components, mixed_request_body
@@ -190,6 +191,18 @@ def fastapi_errors_body(body: BodyPlan) -> BodyPlan:
         decoder=msgspec.json.Decoder(type=body.decode_type, strict=False),
         report_invalid=FastAPIBodyErrors(body.decode_type, body.report_invalid),
     )
+
+
+def fastapi_errors_output(output: OutputPlan) -> OutputPlan:
+    """An output plan whose invalid values raise FastAPI's ResponseValidationError errors
+    (`_errors.pydantic_style.ResponseErrors`), where Pydantic has an equivalent type.
+    Streams keep msgspec's report for an invalid item."""
+    if output.output_type is None or output.stream != STREAM_NONE:
+        return output
+    try:
+        return replace(output, report_invalid=ResponseErrors(output.output_type))
+    except (NoEquivalent, TypeError, ValueError, NameError):
+        return output
 
 
 def fastapi_errors_spec(spec: EndpointSpec) -> EndpointSpec:
@@ -394,6 +407,8 @@ class MsgspecRoute(APIRoute):
         )
         if body is not None and fastapi_errors:
             body = fastapi_errors_body(body)
+        if output is not None and fastapi_errors:
+            output = fastapi_errors_output(output)
         plan = RoutePlan(
             body=body,
             output=output,

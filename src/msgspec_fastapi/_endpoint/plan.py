@@ -125,6 +125,9 @@ class OutputPlan:
     # Some part of the type is a dataclass with a default value, which a validated value
     # must be given where msgspec left it out (`_shared.fill_dataclass_defaults`).
     fills_defaults: bool = False
+    # On a route with errors="fastapi": FastAPI's errors for a value that failed
+    # validation (`_errors.pydantic_style.ResponseErrors`); None for msgspec's.
+    report_invalid: Any = None
 
 
 @dataclass(frozen=True, slots=True)

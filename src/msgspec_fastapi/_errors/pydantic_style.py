@@ -294,6 +294,30 @@ class ModelErrors:
         return []
 
 
+class ResponseErrors:
+    """A returned value's failure as FastAPI reports it: Pydantic's errors for the value,
+    validated as FastAPI validates a response (lax, attributes read as fields), under
+    `("response", ...)`; built at registration (`NoEquivalent` or Pydantic's TypeError
+    where there is no such type)."""
+
+    __slots__ = ("adapter",)
+
+    def __init__(self, output_type: Any) -> None:
+        self.adapter = TypeAdapter(pydantic_type(output_type))
+
+    def __call__(self, value: Any) -> list[dict[str, Any]]:
+        try:
+            self.adapter.validate_python(value, from_attributes=True)
+        except ValidationError as exc:
+            return [
+                {**error, "loc": ("response", *error["loc"])}
+                for error in exc.errors(include_url=False)
+            ]
+        except RecursionError:
+            pass
+        return []
+
+
 def _missing(where: tuple[Any, ...]) -> dict[str, Any]:
     return {"type": "missing", "loc": where, "msg": "Field required", "input": None}
 
