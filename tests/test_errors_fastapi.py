@@ -8,7 +8,8 @@ parameters, with and without a body; a query and a cookie model) to the same rou
 written with `APIRouter` and Pydantic models and with `MsgspecRouter(errors="fastapi")`
 (or a MsgspecRouter included with that option) and Structs, on both tiers and both
 twins, and compares status and body. A second table does the same for header and form
-models and for dependencies that take a query model or a body.
+models and for dependencies that take a query model or a body, and the first table's
+JSON bodies are sent again as MessagePack, to get the answer FastAPI gives their JSON.
 MSGSPEC_FASTAPI_ERROR_CASES sets the number of generated requests (`make fuzz-errors`
 runs 10,000); the seed is fixed.
 
@@ -381,10 +382,13 @@ def fastapi_client() -> TestClient:
     return TestClient(app)
 
 
-def msgspec_client(twin: Twin, inherited: bool = False) -> TestClient:
+def msgspec_client(twin: Twin, inherited: bool = False, msgpack: bool = False) -> TestClient:
     """The routes on a MsgspecRouter with errors="fastapi", or (`inherited`) on one
-    without, included into the application with it."""
-    router = twin.router_class() if inherited else twin.router_class(errors="fastapi")
+    without, included into the application with it; taking MessagePack with `msgpack`."""
+    options: dict[str, Any] = {"msgpack": True} if msgpack else {}
+    if not inherited:
+        options["errors"] = "fastapi"
+    router = twin.router_class(**options)
     types = {"kinds": Kinds, "outer": Outer, "closed": Closed, "bytes": WithBytes}
     types.update(filters=Filters, prefs=Prefs)
     for delegated in (False, True):
@@ -922,3 +926,68 @@ def test_an_empty_form_value_is_missing_as_in_fastapi(twin: Twin) -> None:
     client = _model_client(twin.router_class(errors="fastapi"), MODEL_TYPES)
     expected = _model_answer(_model_client(APIRouter(), PYDANTIC_MODEL_TYPES), case)
     assert _model_answer(client, case) == expected
+
+
+def _as_msgpack(case: Case) -> Case | None:
+    """The case with its JSON body sent as MessagePack; None for a body that is not JSON
+    (the malformed ones) or is empty."""
+    path, body, headers = case
+    if not body:
+        return None
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    return path, msgspec.msgpack.encode(value), headers
+
+
+def test_generated_msgpack_bodies_fail_as_their_json_in_fastapi(
+    twin: Twin, fastapi_answers: dict[Case, tuple[int, Any]]
+) -> None:
+    """A MessagePack body gets the answer FastAPI gives the same value sent as JSON."""
+    client = msgspec_client(twin, msgpack=True)
+    differing = []
+    sent = 0
+    for case, expected in fastapi_answers.items():
+        as_msgpack = _as_msgpack(case)
+        if as_msgpack is None:
+            continue
+        path, body, headers = as_msgpack
+        response = client.post(
+            path, content=body, headers={**dict(headers), "content-type": "application/msgpack"}
+        )
+        sent += 1
+        got = (response.status_code, response.json())
+        if got != expected:
+            differing.append((case, expected, got))
+    assert sent > len(fastapi_answers) // 2
+    assert not differing, f"{len(differing)} of {sent} differ; first: {differing[0]}"
+
+
+@pytest.mark.parametrize("body", [b"\x85\xa3req", b"\xc1", b"\x81\xa3req\x01\x02"])
+def test_malformed_msgpack_is_a_422_msgpack_invalid(twin: Twin, body: bytes) -> None:
+    response = msgspec_client(twin, msgpack=True).post(
+        "/one", content=body, headers={"content-type": "application/msgpack"}
+    )
+    assert response.status_code == 422
+    [error] = response.json()["detail"]
+    assert (error["type"], error["loc"], error["input"]) == ("msgpack_invalid", ["body"], {})
+    # msgspec's message: "MessagePack data is malformed: ...", "Input data was truncated".
+    with pytest.raises(msgspec.DecodeError) as raised:
+        msgspec.msgpack.decode(body)
+    assert error["ctx"] == {"error": str(raised.value)}
+
+
+def test_malformed_msgpack_stays_a_400_by_default(twin: Twin) -> None:
+    router = twin.router_class(msgpack=True)
+
+    @router.post("/")
+    def endpoint(body: Kinds) -> dict[str, bool]:  # type: ignore[valid-type]
+        return {"ok": True}
+
+    app = FastAPI()
+    app.include_router(router)
+    response = TestClient(app).post(
+        "/", content=b"\xc1", headers={"content-type": "application/msgpack"}
+    )
+    assert response.status_code == 400

@@ -34,7 +34,6 @@ from msgspec_fastapi._shared import (
     event_data,
     fill_dataclass_defaults,
     format_sse_event,
-    malformed_msgpack,
     nested_too_deeply,
     response_invalid,
     sse_ping_interval,
@@ -589,9 +588,9 @@ cdef class RouteRuntime:
                 return self.report_invalid_msgpack(exc, raw)
             return self.report_invalid(exc, raw)
         except (DecodeError, UnicodeDecodeError) as exc:
+            # The 400, or the 422 on a route with errors="fastapi".
             if msgpack:
-                raise malformed_msgpack(exc) from exc
-            # The 400, or FastAPI's 422 on a route with errors="fastapi".
+                raise self.report_invalid_msgpack.malformed(exc, raw) from exc
             raise self.report_invalid.malformed(exc, raw) from exc
         except RecursionError as exc:
             raise nested_too_deeply(msgpack) from exc

@@ -184,12 +184,19 @@ def _direct_plan(spec: EndpointSpec, output: OutputPlan | None, target: Any) -> 
 
 def fastapi_errors_body(body: BodyPlan) -> BodyPlan:
     """A body plan answering failures as FastAPI does (`_errors.pydantic_style`): decoded
-    in msgspec's lax mode, reported with Pydantic's errors. JSON only: a MessagePack body
-    keeps msgspec's decoding and report."""
+    in msgspec's lax mode, reported with Pydantic's errors; MessagePack bodies too, a
+    malformed one as a 422 `msgpack_invalid`."""
+    msgpack: dict[str, Any] = {}
+    if body.msgpack_decoder is not None and body.report_invalid_msgpack is not None:
+        msgpack["msgpack_decoder"] = msgspec.msgpack.Decoder(type=body.decode_type, strict=False)
+        msgpack["report_invalid_msgpack"] = FastAPIBodyErrors(
+            body.decode_type, body.report_invalid_msgpack
+        )
     return replace(
         body,
         decoder=msgspec.json.Decoder(type=body.decode_type, strict=False),
         report_invalid=FastAPIBodyErrors(body.decode_type, body.report_invalid),
+        **msgpack,
     )
 
 

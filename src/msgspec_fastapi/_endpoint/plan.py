@@ -90,7 +90,7 @@ class BodyPlan:
     # On a route with errors="fastapi", an `_errors.pydantic_style.FastAPIBodyErrors`.
     report_invalid: Any
     msgpack_decoder: msgspec.msgpack.Decoder[Any] | None
-    report_invalid_msgpack: BodyErrors | None
+    report_invalid_msgpack: Any  # the same for MessagePack (None where not taken)
     # Documentation only: what FastAPI puts in the request body of a Pydantic body.
     media_type: str
     docs: dict[str, Any]  # title, description, examples of a body that is not embedded

@@ -9,6 +9,10 @@ whose fields carry the Struct's encoded names as aliases, its defaults and its
 `forbid_unknown_fields` (`extra="forbid"`), each `Meta` constraint the `Field` constraint
 of the same name. The errors are then Pydantic's own, in Pydantic's order.
 
+A MessagePack body (on a route that takes them) is decoded in lax mode too; a failure is
+validated as the JSON it would be, and one msgspec cannot parse is a 422
+`msgpack_invalid`, the counterpart of `json_invalid`.
+
 Where Pydantic accepts what msgspec refused (a base64 string for bytes, say: Pydantic
 takes a string's UTF-8 bytes), or a type has no Pydantic equivalent here (array-like or
 tagged Structs, recursive Structs), the report falls back to msgspec's
@@ -41,7 +45,7 @@ from .._compat import (
     parameter_models_take_defaults,
 )
 from .._shared import malformed_json, nested_too_deeply
-from .validation import BodyErrors, nests_deeper_than
+from .validation import BodyErrors, json_ready, nests_deeper_than
 
 # The Meta constraints Pydantic's Field takes under the same names.
 _CONSTRAINTS = (
@@ -149,18 +153,36 @@ def json_invalid(raw: bytes) -> Exception:
     return malformed_json(ValueError("not JSON msgspec can read"))
 
 
+def msgpack_invalid(exc: BaseException) -> RequestValidationError:
+    """The 422 for a MessagePack body msgspec could not parse, on a route with
+    errors="fastapi": FastAPI's `json_invalid` error in MessagePack's terms (FastAPI reads
+    no MessagePack), without a position (msgspec's message gives one where it knows it)."""
+    error = {
+        "type": "msgpack_invalid",
+        "loc": ("body",),
+        "msg": "MessagePack decode error",
+        "input": {},
+        "ctx": {"error": str(exc)},
+    }
+    return RequestValidationError([error], body=None)
+
+
 class FastAPIBodyErrors:
-    """A JSON body's failure as FastAPI reports it; built once per body at registration.
+    """A JSON (or, with `msgpack`, MessagePack) body's failure as FastAPI reports it;
+    built once per body at registration.
 
     Its `fallback` is msgspec's report for the same body, used where Pydantic finds
-    nothing wrong or no Pydantic type could be made.
+    nothing wrong or no Pydantic type could be made. A MessagePack body is validated as
+    the JSON it would be (`json_ready`); one holding what JSON cannot (a map with
+    non-string keys) keeps msgspec's report.
     """
 
-    __slots__ = ("adapters", "fallback", "parts")
+    __slots__ = ("adapters", "fallback", "msgpack", "parts")
 
     def __init__(self, decode_type: Any, fallback: BodyErrors) -> None:
         self.fallback = fallback
         self.parts = fallback.parts
+        self.msgpack = fallback.msgpack
         # The whole body's adapter under key None, else one per embedded part's key.
         self.adapters: dict[str | None, Any] | None
         try:
@@ -181,17 +203,32 @@ class FastAPIBodyErrors:
 
     def malformed(self, exc: BaseException, raw: bytes) -> Exception:
         """The error for a body msgspec could not parse."""
+        if self.msgpack:
+            return msgpack_invalid(exc)
         if self.adapters is None:
             return malformed_json(exc)
         return json_invalid(raw)
 
     def __call__(self, exc: msgspec.ValidationError, raw: bytes) -> Exception:
         """The 422 for `raw`, which failed with `exc`; raises FastAPI's answer for a body
-        that is not JSON."""
+        that is not JSON (or MessagePack)."""
         if self.adapters is None:
             return self.fallback(exc, raw)
         if not raw:
             value: Any = {}
+        elif self.msgpack:
+            try:
+                value = msgspec.msgpack.decode(raw)
+            except (msgspec.DecodeError, UnicodeDecodeError) as problem:
+                raise msgpack_invalid(problem) from None
+            except (msgspec.ValidationError, RecursionError):
+                return self.fallback(exc, raw)  # out of range, or too deep: msgspec's
+            if nests_deeper_than(raw, value, True):
+                raise nested_too_deeply(True)
+            if value is not None:
+                value = json_ready(value)
+                if value is None:  # a map with keys JSON cannot have
+                    return self.fallback(exc, raw)
         else:
             try:
                 value = json.loads(raw)
