@@ -183,3 +183,32 @@ def test_include_time_errors_refuse_an_unknown_value(twin: Twin, value: Any, err
         twin.router_class().include_router(leaf(twin, "direct"), errors=value)
     with pytest.raises(error):
         include_router(FastAPI(), leaf(twin, "direct"), errors=value)
+
+
+def test_include_router_into_an_apirouter_keeps_paths_and_documentation(twin: Twin) -> None:
+    def build(with_option: bool) -> FastAPI:
+        router = twin.router_class()
+
+        @router.post("")
+        def root(body: Body) -> dict[str, bool]:
+            return {"ok": True}
+
+        @router.post("/x", tags=["own"])
+        def other(body: Body) -> dict[str, bool]:
+            return {"ok": True}
+
+        middle = APIRouter(prefix="/api")
+        options: dict[str, Any] = {"prefix": "/items", "tags": ["items"]}
+        if with_option:
+            include_router(middle, router, errors="fastapi", **options)
+        else:
+            middle.include_router(router, **options)
+        app = FastAPI()
+        app.include_router(middle)
+        return app
+
+    with_option, without = build(True), build(False)
+    assert with_option.openapi() == without.openapi()
+    client = TestClient(with_option)
+    assert client.post("/api/items", json={"n": 1}).status_code == 200
+    assert client.post("/api/items", json={"n": "x"}).json()["detail"][0]["type"] == FASTAPI

@@ -5,12 +5,14 @@ response model raises FastAPI's `ResponseValidationError` with the errors FastAP
 The differential returns a generated table of values from the same routes written with
 `APIRouter` and Pydantic models and with `MsgspecRouter(errors="fastapi")` and Structs,
 on both tiers and both twins; an exception handler answers with the error's `errors()`
-and `body`, which are compared whole.
+and `body`, which are compared whole. MSGSPEC_FASTAPI_ERROR_CASES sets the number of
+generated values (half of it); `make fuzz-errors` runs more.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import random
 from typing import Annotated, Any
 
@@ -25,7 +27,8 @@ from support import delegating_dependency
 from twins import Twin
 
 SEED = 20261204
-CASES = 150
+# Half the body differential's count (`make fuzz-errors` sets it).
+CASES = int(os.environ.get("MSGSPEC_FASTAPI_ERROR_CASES", "300")) // 2
 
 
 class Part(msgspec.Struct):

@@ -833,11 +833,21 @@ def include_router(
     _check_errors(errors)
     if isinstance(parent, MsgspecRouter):
         parent.include_router(router, errors=errors, **kwargs)
-        return
-    parent.include_router(router, **kwargs)
-    if errors is not None:
-        target = parent if isinstance(parent, APIRouter) else parent.router
-        _compat.set_inclusion_options(target, {"errors": errors})
+    elif errors is None:
+        parent.include_router(router, **kwargs)
+    elif isinstance(parent, APIRouter):
+        # FastAPI's routing walks an APIRouter's inclusions per request, which would run
+        # the hook that carries the option (`_compat.carry_options_through`) each time: a
+        # MsgspecRouter between them carries it instead, walked only when routes change.
+        # It adds nothing to the routes: the inclusion's prefix is its, the rest FastAPI's.
+        carrier = (type(router) if isinstance(router, MsgspecRouter) else MsgspecRouter)()
+        carrier.include_router(router, prefix=kwargs.pop("prefix", ""), errors=errors)
+        parent.include_router(carrier, **kwargs)
+    else:
+        # An application's own inclusions are the roots of FastAPI's walk: nothing
+        # combines them into another, so nothing walks them per request for the option.
+        parent.include_router(router, **kwargs)
+        _compat.set_inclusion_options(parent.router, {"errors": errors})
 
 
 @cache
