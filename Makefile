@@ -191,7 +191,7 @@ FUZZ_ERRORS_CASES ?= 10000
 
 fuzz-errors: $(VENV)/.installed
 	MSGSPEC_FASTAPI_ERROR_CASES=$(FUZZ_ERRORS_CASES) $(PY) -m pytest -q \
-		tests/test_errors_fastapi.py -k generated_bodies
+		tests/test_errors_fastapi.py tests/test_errors_responses.py -k "generated or models_fail"
 
 # One application served from several event loops in threads of one process, as Granian's
 # threaded runtime serves it (tests/test_many_loops.py): LOOPS_REQUESTS requests over

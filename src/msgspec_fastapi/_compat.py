@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import os
+import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager, AsyncExitStack
 from functools import cache, partial
@@ -193,6 +194,87 @@ def rebuild_route_context(context: Any, call: Any, dependencies: list[Any]) -> N
     context.body_field = _dependency_utils._get_body_field(
         body_params=body_params, name=context.unique_id, embed_body_fields=embed
     )
+
+
+# -- options inherited through include_router (errors=) ---------------------------------
+# FastAPI carries `strict_content_type` down a chain of inclusions in its inclusion
+# contexts: each `include_router` makes one (`_RouterIncludeContext.for_include`, the
+# including router's value), and an inclusion nested in another gets the two combined
+# (`combine`, the inner value where set, else the outer), when the outer inclusion's
+# candidates are first built (`_IncludedRouter.effective_candidates`); a route context
+# then takes the route's value, else its router's, else the combined one. The contexts
+# have no field for options of ours. So an inclusion that sets one carries it as an
+# attribute, and its context gets a `combine` of its own (an instance attribute, found
+# before the class's method), which calls FastAPI's and carries the options onto the
+# result, which gets that `combine` too. An outer context FastAPI made (an application
+# or an APIRouter including a router that sets options) is given that `combine` when it
+# first builds candidates from a router holding such an inclusion: that router's
+# `_get_routes_version`, which `effective_candidates` calls first, is hooked
+# (`carry_options_through`) to find the context in its caller's frame. Checked against
+# FastAPI 0.142.2 and 0.165.0.
+_INCLUSION_OPTIONS_ATTR = "msgspec_options"
+_CANDIDATE_BUILDERS = frozenset(
+    {
+        _routing._IncludedRouter.effective_candidates.__code__,
+        _routing._IncludedRouter.effective_low_priority_routes.__code__,
+    }
+)
+
+
+def inclusion_options(include_context: Any) -> dict[str, Any]:
+    """The options an inclusion context carries (set on it or on an outer inclusion)."""
+    return getattr(include_context, _INCLUSION_OPTIONS_ATTR, None) or {}
+
+
+def inclusion_router_of(include_context: Any) -> Any:
+    """The router an inclusion context includes (whose routes it makes contexts of)."""
+    return include_context.included_router
+
+
+def _carry_options(include_context: Any) -> None:
+    """Give `include_context` the `combine` that carries options to what it combines."""
+    if "combine" in vars(include_context):
+        return
+    fastapi_combine = type(include_context).combine
+
+    def combine(child: Any) -> Any:
+        combined = fastapi_combine(include_context, child)
+        # The inner inclusion's options win, as `combine` does with strict_content_type.
+        options = {**inclusion_options(include_context), **inclusion_options(child)}
+        if options:
+            setattr(combined, _INCLUSION_OPTIONS_ATTR, options)
+        _carry_options(combined)
+        return combined
+
+    include_context.combine = combine
+
+
+def carry_options_through(router: Any) -> None:
+    """Have every inclusion of `router` carry options to the inclusions `router` holds
+    (see above). Idempotent."""
+    if "_msgspec_carries" in vars(router):
+        return
+    routes_version = router._get_routes_version
+
+    def hooked(seen: set[int] | None = None) -> int:
+        caller = sys._getframe(1)
+        if caller.f_code in _CANDIDATE_BUILDERS:
+            _carry_options(caller.f_locals["self"].include_context)
+        return routes_version(seen)  # type: ignore[no-any-return]
+
+    if vars(router).setdefault("_msgspec_carries", hooked) is hooked:
+        router._get_routes_version = hooked
+
+
+def set_inclusion_options(router: Any, options: dict[str, Any]) -> None:
+    """Give the inclusion `router.include_router` just made `options` (its own, over
+    those of the inclusions around it), to carry to the inclusions inside it."""
+    included = router.routes[-1]
+    assert isinstance(included, _routing._IncludedRouter)
+    include_context = included.include_context
+    setattr(include_context, _INCLUSION_OPTIONS_ATTR, dict(options))
+    _carry_options(include_context)
+    carry_options_through(router)
 
 
 def embed_body_fields(route: Any) -> None:

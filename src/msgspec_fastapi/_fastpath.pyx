@@ -34,7 +34,6 @@ from msgspec_fastapi._shared import (
     event_data,
     fill_dataclass_defaults,
     format_sse_event,
-    malformed_msgpack,
     nested_too_deeply,
     response_invalid,
     sse_ping_interval,
@@ -216,7 +215,9 @@ async def receive_body(receive, Py_ssize_t limit):
     return b"".join(chunks)
 
 
-cdef revalidate_builtins(object result, object output_type, object error, object check):
+cdef revalidate_builtins(
+    object result, object output_type, object error, object check, object report
+):
     if isinstance(error, ValidationError):
         try:
             return msgspec.convert(
@@ -241,7 +242,7 @@ cdef revalidate_builtins(object result, object output_type, object error, object
             error = exc
         except (TypeError, ValueError):
             pass
-    raise response_invalid(error, result) from error
+    raise response_invalid(error, result, report) from error
 
 
 cdef list parse_query(bytes raw):
@@ -587,9 +588,9 @@ cdef class RouteRuntime:
                 return self.report_invalid_msgpack(exc, raw)
             return self.report_invalid(exc, raw)
         except (DecodeError, UnicodeDecodeError) as exc:
+            # The 400, or the 422 on a route with errors="fastapi".
             if msgpack:
-                raise malformed_msgpack(exc) from exc
-            # The 400, or FastAPI's 422 on a route with errors="fastapi".
+                raise self.report_invalid_msgpack.malformed(exc, raw) from exc
             raise self.report_invalid.malformed(exc, raw) from exc
         except RecursionError as exc:
             raise nested_too_deeply(msgpack) from exc
@@ -635,7 +636,9 @@ cdef class RouteRuntime:
             value = self.output_decoder.decode(self.encoder.encode(result))
         except (TypeError, ValueError, OverflowError) as exc:
             check = self.encoder if self.admits_any else None
-            value = revalidate_builtins(result, self.output_type, exc, check)
+            # A route with errors="fastapi" reports the failure as FastAPI would.
+            report = self.plan.output.report_invalid
+            value = revalidate_builtins(result, self.output_type, exc, check, report)
         if self.fills_defaults:
             fill_dataclass_defaults(value)
         return value

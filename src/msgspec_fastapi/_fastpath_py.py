@@ -94,7 +94,6 @@ from ._shared import (
     event_data,
     fill_dataclass_defaults,
     format_sse_event,
-    malformed_msgpack,
     nested_too_deeply,
     response_invalid,
     sse_ping_interval,
@@ -264,7 +263,9 @@ async def receive_body(receive: Receive, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def revalidate_builtins(result: Any, output_type: Any, error: Exception, check: Any) -> Any:
+def revalidate_builtins(
+    result: Any, output_type: Any, error: Exception, check: Any, report: Any
+) -> Any:
     """Validate a value whose JSON round trip failed: an object with the fields as
     attributes, or builtins holding non-finite floats.
 
@@ -273,7 +274,8 @@ def revalidate_builtins(result: Any, output_type: Any, error: Exception, check: 
     JSON would) accepts them; a real validation error from that check is reported, as
     the round trip's error may only point at the non-finite float. `check` is the
     route's encoder where the type has an Any part, which lets a value msgspec cannot
-    encode through the conversion (`{None: 1}`): that value is invalid too.
+    encode through the conversion (`{None: 1}`): that value is invalid too. `report`
+    gives FastAPI's errors for an invalid value (errors="fastapi"), or is None.
     """
     if isinstance(error, ValidationError):
         try:
@@ -300,7 +302,7 @@ def revalidate_builtins(result: Any, output_type: Any, error: Exception, check: 
             error = exc
         except (TypeError, ValueError):
             pass
-    raise response_invalid(error, result) from error
+    raise response_invalid(error, result, report) from error
 
 
 def parse_query(raw: bytes) -> list[tuple[str, str]]:
@@ -672,9 +674,9 @@ class RouteRuntime:
                 return self.report_invalid_msgpack(exc, raw)
             return self.report_invalid(exc, raw)
         except (DecodeError, UnicodeDecodeError) as exc:
+            # The 400, or the 422 on a route with errors="fastapi".
             if msgpack:
-                raise malformed_msgpack(exc) from exc
-            # The 400, or FastAPI's 422 on a route with errors="fastapi".
+                raise self.report_invalid_msgpack.malformed(exc, raw) from exc
             raise self.report_invalid.malformed(exc, raw) from exc
         except RecursionError as exc:
             raise nested_too_deeply(msgpack) from exc
@@ -724,7 +726,9 @@ class RouteRuntime:
             value = self.output_decoder.decode(self.encoder.encode(result))
         except (TypeError, ValueError, OverflowError) as exc:
             check = self.encoder if self.admits_any else None
-            value = revalidate_builtins(result, self.output_type, exc, check)
+            # A route with errors="fastapi" reports the failure as FastAPI would.
+            report = self.plan.output.report_invalid
+            value = revalidate_builtins(result, self.output_type, exc, check, report)
         if self.fills_defaults:
             fill_dataclass_defaults(value)
         return value

@@ -342,7 +342,13 @@ def body_missing() -> RequestValidationError:
     )
 
 
-def response_invalid(exc: BaseException, body: Any) -> ResponseValidationError:
+def response_invalid(exc: BaseException, body: Any, report: Any = None) -> ResponseValidationError:
+    """The error for a response that failed validation: the errors `report` finds (FastAPI's,
+    on a route with errors="fastapi"), else msgspec's one at `("response",)`."""
+    if report is not None:
+        errors = report(body)
+        if errors:
+            return ResponseValidationError(errors, body=body)
     return ResponseValidationError(
         [{"loc": ("response",), "msg": str(exc), "type": "value_error.msgspec"}], body=body
     )

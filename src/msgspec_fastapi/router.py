@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from contextlib import suppress
 from contextvars import ContextVar
 from dataclasses import replace
 from functools import cache, partial, wraps
@@ -61,12 +62,13 @@ from ._errors.pydantic_style import (
     FastAPIBodyErrors,
     ModelErrors,
     NoEquivalent,
+    ResponseErrors,
     fastapi_parameter_errors,
 )
 from ._openapi.schemas import merge_components, mixed_request_body
 from ._params.converters import direct_param_specs, prepare_dependant
 from ._routing.index import build_included_index
-from ._shared import DIRECT_ATTR, MATCHER_ATTR, PARAM_COOKIE, PARAM_QUERY, STREAM_NONE
+from ._shared import DIRECT_ATTR, MATCHER_ATTR, PARAM_HEADER, STREAM_NONE
 from .responses import MsgspecJSONResponse
 
 # On a route context built on an inclusion's analysis: (the analysis, the inclusion's
@@ -89,9 +91,14 @@ _DECORATOR_MSGPACK: ContextVar[bool | None] = ContextVar("msgspec_decorator_msgp
 # `errors=` of a route decorator, on its way to add_api_route; a route's resolved value,
 # on its way to the route.
 _DECORATOR_ERRORS: ContextVar[str | None] = ContextVar("msgspec_decorator_errors", default=None)
-_ROUTE_ERRORS: ContextVar[str] = ContextVar("msgspec_route_errors", default="msgspec")
-# The error vocabularies a route may answer in (`_errors.pydantic_style` for "fastapi").
+_ROUTE_ERRORS: ContextVar[str | None] = ContextVar("msgspec_route_errors", default=None)
+# The error vocabularies a route may answer in (`_errors.pydantic_style` for "fastapi"),
+# and the one of a route for which neither it, its router nor an inclusion chose one.
 ERROR_STYLES = ("msgspec", "fastapi")
+DEFAULT_ERRORS = "msgspec"
+# On a route context: the `errors=` its inclusion gives the route where the route and its
+# router chose none (None where no inclusion did either).
+_INHERITED_ERRORS_ATTR = "msgspec_inherited_errors"
 # What add_api_route analysed the route from, on its way to the route (`MsgspecRoute`).
 _REGISTRATION: ContextVar[Registration | None] = ContextVar("msgspec_registration", default=None)
 
@@ -177,29 +184,64 @@ def _direct_plan(spec: EndpointSpec, output: OutputPlan | None, target: Any) -> 
 
 def fastapi_errors_body(body: BodyPlan) -> BodyPlan:
     """A body plan answering failures as FastAPI does (`_errors.pydantic_style`): decoded
-    in msgspec's lax mode, reported with Pydantic's errors. JSON only: a MessagePack body
-    keeps msgspec's decoding and report."""
+    in msgspec's lax mode, reported with Pydantic's errors; MessagePack bodies too, a
+    malformed one as a 422 `msgpack_invalid`."""
+    msgpack: dict[str, Any] = {}
+    if body.msgpack_decoder is not None and body.report_invalid_msgpack is not None:
+        msgpack["msgpack_decoder"] = msgspec.msgpack.Decoder(type=body.decode_type, strict=False)
+        msgpack["report_invalid_msgpack"] = FastAPIBodyErrors(
+            body.decode_type, body.report_invalid_msgpack
+        )
     return replace(
         body,
         decoder=msgspec.json.Decoder(type=body.decode_type, strict=False),
         report_invalid=FastAPIBodyErrors(body.decode_type, body.report_invalid),
+        **msgpack,
     )
 
 
+def fastapi_errors_output(output: OutputPlan) -> OutputPlan:
+    """An output plan whose invalid values raise FastAPI's ResponseValidationError errors
+    (`_errors.pydantic_style.ResponseErrors`), where Pydantic has an equivalent type.
+    Streams keep msgspec's report for an invalid item."""
+    if output.output_type is None or output.stream != STREAM_NONE:
+        return output
+    try:
+        return replace(output, report_invalid=ResponseErrors(output.output_type))
+    except (NoEquivalent, TypeError, ValueError, NameError):
+        return output
+
+
 def fastapi_errors_spec(spec: EndpointSpec) -> EndpointSpec:
-    """The spec with its query and cookie models answering failures as FastAPI does
-    (`_errors.pydantic_style.ModelErrors`), where Pydantic has an equivalent type; header
-    and form models, and the rest, keep msgspec's errors."""
+    """The spec with its query, header, cookie and form models (its dependencies' too)
+    answering failures as FastAPI does (`_errors.pydantic_style.ModelErrors`), where
+    Pydantic has an equivalent type; the others keep msgspec's errors."""
     models = []
     for model in spec.models:
-        if model.location in (PARAM_QUERY, PARAM_COOKIE):
-            try:
-                report = ModelErrors(model.model, model.where)
-            except (NoEquivalent, TypeError, ValueError, NameError):
-                report = None  # no Pydantic equivalent: msgspec's errors
-            model = replace(model, report=report)
-        models.append(model)
-    return replace(spec, models=tuple(models))
+        header_keys = None
+        if model.location == PARAM_HEADER:
+            header_keys = {field.name: field.key for field in model.fields}
+        try:
+            report = ModelErrors(model.model, model.where, header_keys)
+        except (NoEquivalent, TypeError, ValueError, NameError):
+            report = None  # no Pydantic equivalent: msgspec's errors
+        models.append(replace(model, report=report))
+    form = spec.form
+    if form is not None:
+        # Where Pydantic has no equivalent, msgspec's errors.
+        with suppress(NoEquivalent, TypeError, ValueError, NameError):
+            form = replace(form, report=ModelErrors(form.model, form.where))
+    return replace(spec, models=tuple(models), form=form)
+
+
+def _inherited_errors(include_context: Any) -> str | None:
+    """The `errors=` an inclusion gives its routes, as FastAPI resolves
+    `strict_content_type`: the included router's own, else the inclusion's (given to
+    `include_router`, else the including router's), else the enclosing inclusions'."""
+    router = _compat.inclusion_router_of(include_context)
+    if isinstance(router, MsgspecRouter) and router.errors is not None:
+        return router.errors
+    return _compat.inclusion_options(include_context).get("errors")
 
 
 def _content_type(response_class: Any) -> str:
@@ -237,7 +279,8 @@ class MsgspecRoute(APIRoute):
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
         # Only used before FastAPI 0.164, which has no max_body_size of its own.
         self.msgspec_max_body_size = _ROUTE_LIMIT.get()
-        # The error vocabulary of its 422s: "msgspec", or FastAPI's ("fastapi").
+        # The error vocabulary of its 422s, "msgspec" or FastAPI's ("fastapi"), as the
+        # route or its router chose it; None to take an inclusion's (`_inherited_errors`).
         self.msgspec_errors = _ROUTE_ERRORS.get()
         # What MsgspecRouter analysed the route from (None for a route made otherwise),
         # and the analyses for inclusions whose dependencies take msgspec types (None
@@ -279,6 +322,7 @@ class MsgspecRoute(APIRoute):
         if being_built is None:
             return self.msgspec_wrapper
         context, include_context = being_built
+        setattr(context, _INHERITED_ERRORS_ATTR, _inherited_errors(include_context))
         added = _compat.inclusion_dependencies(include_context)
         analysis = self._inclusion_analysis(added)
         if analysis is None:
@@ -336,9 +380,12 @@ class MsgspecRoute(APIRoute):
                 spec, wrapper = analysis.spec, analysis.endpoint
                 openapi_extra = analysis.options.get("openapi_extra")
             self._bind_inclusion(context)
-        fastapi_errors = self.msgspec_errors == "fastapi"
+        errors = self.msgspec_errors
+        if errors is None and target is context:
+            errors = getattr(context, _INHERITED_ERRORS_ATTR, None)
+        fastapi_errors = errors == "fastapi"
         prepare_dependant(target.dependant, fastapi_parameter_errors if fastapi_errors else None)
-        if spec is not None and fastapi_errors and spec.models:
+        if spec is not None and fastapi_errors and (spec.models or spec.form is not None):
             spec = fastapi_errors_spec(spec)
         body = spec.body if spec is not None else None
         single = None
@@ -367,6 +414,8 @@ class MsgspecRoute(APIRoute):
         )
         if body is not None and fastapi_errors:
             body = fastapi_errors_body(body)
+        if output is not None and fastapi_errors:
+            output = fastapi_errors_output(output)
         plan = RoutePlan(
             body=body,
             output=output,
@@ -612,11 +661,13 @@ class MsgspecRouter(APIRouter):
     base_route_class: ClassVar[type[MsgspecRoute]] = MsgspecRoute
 
     def __init__(
-        self, *args: Any, msgpack: bool = False, errors: str = "msgspec", **kwargs: Any
+        self, *args: Any, msgpack: bool = False, errors: str | None = None, **kwargs: Any
     ) -> None:
         _check_msgpack(msgpack)
         _check_errors(errors)
         self.msgpack = msgpack
+        # None: the routes take the errors= of where the router is included ("msgspec"
+        # where no inclusion chose).
         self.errors = errors
         kwargs.setdefault("route_class", self.base_route_class)
         # A placeholder, as FastAPI's own default is: FastAPI streams a generator route of
@@ -639,10 +690,19 @@ class MsgspecRouter(APIRouter):
         partial(build_included_index, classes=_select.twin.INDEX_CLASSES)
     )
 
-    def include_router(self, router: APIRouter, *args: Any, **kwargs: Any) -> None:
+    def include_router(
+        self, router: APIRouter, *args: Any, errors: str | None = None, **kwargs: Any
+    ) -> None:
+        """APIRouter's, with `errors=` for the included routes that chose none, over this
+        router's own (`include_router` of this module for an application or APIRouter)."""
+        _check_errors(errors)
         if isinstance(router, MsgspecRouter):
             merge_components(self.msgspec_components, router.msgspec_components)
         super().include_router(router, *args, **kwargs)
+        if errors is None:
+            errors = self.errors
+        if errors is not None:
+            _compat.set_inclusion_options(self, {"errors": errors})
 
     def add_api_route(
         self,
@@ -761,6 +821,33 @@ class MsgspecRouter(APIRouter):
     head = _accepting_route_options(APIRouter.head)
     patch = _accepting_route_options(APIRouter.patch)
     trace = _accepting_route_options(APIRouter.trace)
+
+
+def include_router(
+    parent: Any, router: APIRouter, *, errors: str | None = None, **kwargs: Any
+) -> None:
+    """`parent.include_router(router, **kwargs)` for an application, an APIRouter or a
+    MsgspecRouter, with `errors=` for the included MsgspecRouter routes that chose none
+    (neither the route nor its router), and those of routers included in it: FastAPI's
+    own `include_router` takes no such option."""
+    _check_errors(errors)
+    if isinstance(parent, MsgspecRouter):
+        parent.include_router(router, errors=errors, **kwargs)
+    elif errors is None:
+        parent.include_router(router, **kwargs)
+    elif isinstance(parent, APIRouter):
+        # FastAPI's routing walks an APIRouter's inclusions per request, which would run
+        # the hook that carries the option (`_compat.carry_options_through`) each time: a
+        # MsgspecRouter between them carries it instead, walked only when routes change.
+        # It adds nothing to the routes: the inclusion's prefix is its, the rest FastAPI's.
+        carrier = (type(router) if isinstance(router, MsgspecRouter) else MsgspecRouter)()
+        carrier.include_router(router, prefix=kwargs.pop("prefix", ""), errors=errors)
+        parent.include_router(carrier, **kwargs)
+    else:
+        # An application's own inclusions are the roots of FastAPI's walk: nothing
+        # combines them into another, so nothing walks them per request for the option.
+        parent.include_router(router, **kwargs)
+        _compat.set_inclusion_options(parent.router, {"errors": errors})
 
 
 @cache

@@ -90,7 +90,7 @@ class BodyPlan:
     # On a route with errors="fastapi", an `_errors.pydantic_style.FastAPIBodyErrors`.
     report_invalid: Any
     msgpack_decoder: msgspec.msgpack.Decoder[Any] | None
-    report_invalid_msgpack: BodyErrors | None
+    report_invalid_msgpack: Any  # the same for MessagePack (None where not taken)
     # Documentation only: what FastAPI puts in the request body of a Pydantic body.
     media_type: str
     docs: dict[str, Any]  # title, description, examples of a body that is not embedded
@@ -125,6 +125,9 @@ class OutputPlan:
     # Some part of the type is a dataclass with a default value, which a validated value
     # must be given where msgspec left it out (`_shared.fill_dataclass_defaults`).
     fills_defaults: bool = False
+    # On a route with errors="fastapi": FastAPI's errors for a value that failed
+    # validation (`_errors.pydantic_style.ResponseErrors`); None for msgspec's.
+    report_invalid: Any = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,10 @@ whose fields carry the Struct's encoded names as aliases, its defaults and its
 `forbid_unknown_fields` (`extra="forbid"`), each `Meta` constraint the `Field` constraint
 of the same name. The errors are then Pydantic's own, in Pydantic's order.
 
+A MessagePack body (on a route that takes them) is decoded in lax mode too; a failure is
+validated as the JSON it would be, and one msgspec cannot parse is a 422
+`msgpack_invalid`, the counterpart of `json_invalid`.
+
 Where Pydantic accepts what msgspec refused (a base64 string for bytes, say: Pydantic
 takes a string's UTF-8 bytes), or a type has no Pydantic equivalent here (array-like or
 tagged Structs, recursive Structs), the report falls back to msgspec's
@@ -17,8 +21,8 @@ tagged Structs, recursive Structs), the report falls back to msgspec's
 FastAPI's 400. Nothing here runs for a body that decodes.
 
 Parameters: a converter that fails hands the value to FastAPI's own validation of the
-parameter (`fastapi_parameter_errors`); a query or cookie model's failure is validated
-again with its Pydantic equivalent (`ModelErrors`).
+parameter (`fastapi_parameter_errors`); a query, header, cookie or form model's failure is
+validated again with its Pydantic equivalent (`ModelErrors`).
 """
 
 from __future__ import annotations
@@ -35,9 +39,13 @@ from fastapi import HTTPException
 from fastapi.exceptions import RequestValidationError
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
-from .._compat import body_null_is_missing, parameter_models_take_defaults
+from .._compat import (
+    body_null_is_missing,
+    header_model_errors_by_header_name,
+    parameter_models_take_defaults,
+)
 from .._shared import malformed_json, nested_too_deeply
-from .validation import BodyErrors, nests_deeper_than
+from .validation import BodyErrors, json_ready, nests_deeper_than
 
 # The Meta constraints Pydantic's Field takes under the same names.
 _CONSTRAINTS = (
@@ -145,18 +153,36 @@ def json_invalid(raw: bytes) -> Exception:
     return malformed_json(ValueError("not JSON msgspec can read"))
 
 
+def msgpack_invalid(exc: BaseException) -> RequestValidationError:
+    """The 422 for a MessagePack body msgspec could not parse, on a route with
+    errors="fastapi": FastAPI's `json_invalid` error in MessagePack's terms (FastAPI reads
+    no MessagePack), without a position (msgspec's message gives one where it knows it)."""
+    error = {
+        "type": "msgpack_invalid",
+        "loc": ("body",),
+        "msg": "MessagePack decode error",
+        "input": {},
+        "ctx": {"error": str(exc)},
+    }
+    return RequestValidationError([error], body=None)
+
+
 class FastAPIBodyErrors:
-    """A JSON body's failure as FastAPI reports it; built once per body at registration.
+    """A JSON (or, with `msgpack`, MessagePack) body's failure as FastAPI reports it;
+    built once per body at registration.
 
     Its `fallback` is msgspec's report for the same body, used where Pydantic finds
-    nothing wrong or no Pydantic type could be made.
+    nothing wrong or no Pydantic type could be made. A MessagePack body is validated as
+    the JSON it would be (`json_ready`); one holding what JSON cannot (a map with
+    non-string keys) keeps msgspec's report.
     """
 
-    __slots__ = ("adapters", "fallback", "parts")
+    __slots__ = ("adapters", "fallback", "msgpack", "parts")
 
     def __init__(self, decode_type: Any, fallback: BodyErrors) -> None:
         self.fallback = fallback
         self.parts = fallback.parts
+        self.msgpack = fallback.msgpack
         # The whole body's adapter under key None, else one per embedded part's key.
         self.adapters: dict[str | None, Any] | None
         try:
@@ -177,17 +203,32 @@ class FastAPIBodyErrors:
 
     def malformed(self, exc: BaseException, raw: bytes) -> Exception:
         """The error for a body msgspec could not parse."""
+        if self.msgpack:
+            return msgpack_invalid(exc)
         if self.adapters is None:
             return malformed_json(exc)
         return json_invalid(raw)
 
     def __call__(self, exc: msgspec.ValidationError, raw: bytes) -> Exception:
         """The 422 for `raw`, which failed with `exc`; raises FastAPI's answer for a body
-        that is not JSON."""
+        that is not JSON (or MessagePack)."""
         if self.adapters is None:
             return self.fallback(exc, raw)
         if not raw:
             value: Any = {}
+        elif self.msgpack:
+            try:
+                value = msgspec.msgpack.decode(raw)
+            except (msgspec.DecodeError, UnicodeDecodeError) as problem:
+                raise msgpack_invalid(problem) from None
+            except (msgspec.ValidationError, RecursionError):
+                return self.fallback(exc, raw)  # out of range, or too deep: msgspec's
+            if nests_deeper_than(raw, value, True):
+                raise nested_too_deeply(True)
+            if value is not None:
+                value = json_ready(value)
+                if value is None:  # a map with keys JSON cannot have
+                    return self.fallback(exc, raw)
         else:
             try:
                 value = json.loads(raw)
@@ -238,15 +279,20 @@ class FastAPIBodyErrors:
 
 
 class ModelErrors:
-    """A query or cookie model's failure as FastAPI reports it: Pydantic's errors for the
-    values FastAPI validates the model from, located under `where`; built at
-    registration (`NoEquivalent` or Pydantic's TypeError where there is no such type)."""
+    """A query, header, cookie or form model's failure as FastAPI reports it: Pydantic's
+    errors for the values FastAPI validates the model from, located under `where`; built
+    at registration (`NoEquivalent` or Pydantic's TypeError where there is no such type).
 
-    __slots__ = ("adapter", "defaults", "where")
+    `header_keys` maps a header model's field (its encoded name) to the header it is read
+    from where the two differ (`x_token` from `x-token`): FastAPI 0.165 locates those
+    fields' errors by the header (`header_model_errors_by_header_name`)."""
 
-    def __init__(self, model: Any, where: str) -> None:
+    __slots__ = ("adapter", "defaults", "header_keys", "where")
+
+    def __init__(self, model: Any, where: str, header_keys: dict[str, str] | None = None) -> None:
         self.adapter = TypeAdapter(pydantic_type(model))
         self.where = where
+        self.header_keys = header_keys or None
         # (key, default, factory) of each field in order; a field without a default has
         # neither (NODEFAULT). Only a Struct's are known here.
         fields = msgspec.structs.fields(model) if issubclass(model, msgspec.Struct) else ()
@@ -274,10 +320,38 @@ class ModelErrors:
         try:
             self.adapter.validate_python(values, from_attributes=True)
         except ValidationError as exc:
+            renamed = self.header_keys if header_model_errors_by_header_name() else None
+            found = []
+            for error in exc.errors(include_url=False):
+                loc = error["loc"]
+                if renamed and loc and loc[0] in renamed:
+                    loc = (renamed[loc[0]], *loc[1:])
+                found.append({**error, "loc": (self.where, *loc)})
+            return found
+        return []
+
+
+class ResponseErrors:
+    """A returned value's failure as FastAPI reports it: Pydantic's errors for the value,
+    validated as FastAPI validates a response (lax, attributes read as fields), under
+    `("response", ...)`; built at registration (`NoEquivalent` or Pydantic's TypeError
+    where there is no such type)."""
+
+    __slots__ = ("adapter",)
+
+    def __init__(self, output_type: Any) -> None:
+        self.adapter = TypeAdapter(pydantic_type(output_type))
+
+    def __call__(self, value: Any) -> list[dict[str, Any]]:
+        try:
+            self.adapter.validate_python(value, from_attributes=True)
+        except ValidationError as exc:
             return [
-                {**error, "loc": (self.where, *error["loc"])}
+                {**error, "loc": ("response", *error["loc"])}
                 for error in exc.errors(include_url=False)
             ]
+        except RecursionError:
+            pass
         return []
 
 

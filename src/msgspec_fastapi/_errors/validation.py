@@ -358,8 +358,8 @@ class BodyErrors:
         return None if problem is None else split_message(problem)[0]
 
     def malformed(self, exc: BaseException, raw: bytes) -> Exception:
-        """The error for a JSON body msgspec could not parse: the 400."""
-        return malformed_json(exc)
+        """The error for a body msgspec could not parse: the 400."""
+        return malformed_msgpack(exc) if self.msgpack else malformed_json(exc)
 
     def __call__(self, exc: msgspec.ValidationError, raw: bytes) -> RequestValidationError:
         """The 422 for `raw`, which failed with `exc`; raises the 400 if it is malformed."""
