@@ -269,15 +269,16 @@ def pydantic_router(tier: str) -> APIRouter:
     return router
 
 
-def msgspec_router_without_routes(tier: str, twin: Twin) -> MsgspecRouter:
+def msgspec_router_without_routes(tier: str, twin: Twin, errors: str = "msgspec") -> MsgspecRouter:
     return MsgspecRouter(
         route_class=twin.route_class,
         dependencies=[Depends(audit)] if tier == "delegated" else [],
+        errors=errors,
     )
 
 
-def msgspec_router(tier: str, twin: Twin) -> MsgspecRouter:
-    router = msgspec_router_without_routes(tier, twin)
+def msgspec_router(tier: str, twin: Twin, errors: str = "msgspec") -> MsgspecRouter:
+    router = msgspec_router_without_routes(tier, twin, errors)
     add_routes(router, StructItem, StructLogin)
     tiers = {route.path: route.tier for route in router.routes}  # type: ignore[attr-defined]
     assert {tiers.pop(path) for path in ALWAYS_DELEGATED} == {"delegated"}
@@ -392,4 +393,20 @@ def test_a_validation_failure_of_a_route_fastapi_renders_is_logged_as_fastapis(
         app, telemetry = observed_app(router)
         response = TestClient(app).post("/rendered", json={"name": "lamp", "price": "x"})
         reports.append((response.status_code, telemetry.log_report(), telemetry.log_data.seen))
+    assert reports[1] == reports[0]
+
+
+@pytest.mark.parametrize("tier", ["direct", "delegated"])
+def test_malformed_json_on_a_route_with_fastapi_errors_is_reported_as_fastapis(
+    twin: Twin, tier: str
+) -> None:
+    """With errors="fastapi" malformed JSON is FastAPI's 422 `json_invalid`, which FastAPI's
+    handler logs as a validation failure, with the body's text in TelemetryData."""
+    reports = []
+    for router in (pydantic_router(tier), msgspec_router(tier, twin, errors="fastapi")):
+        app, telemetry = observed_app(router)
+        response = TestClient(app).post(
+            "/items", content="{", headers={"content-type": "application/json"}
+        )
+        reports.append((response.status_code, response.json(), telemetry.report()))
     assert reports[1] == reports[0]

@@ -146,6 +146,12 @@ def provenance(name: str, document: Doc) -> str:
     ]
     if python or versions:
         lines.append(f"    - {', '.join(part for part in (python, versions) if part)}")
+    load = run.get("load_average")
+    if load:
+        lines.append(
+            f"    - load average (1 min) {load['before'][0]:.2f} before the timings, "
+            f"{load['after'][0]:.2f} after"
+        )
     if document.get("config", {}).get("quick"):
         lines.append("    - a `--quick` smoke run: its timings are not meaningful")
     for key in ("note", "source"):
@@ -391,6 +397,46 @@ def render_table(name: str, document: Doc) -> str:
     return f"**{document['title']}**\n\n" + table(document["columns"], rows, right_from=2)
 
 
+def render_errors(name: str, document: Doc) -> str:
+    """`bench/errors.py --json`: per case the status and errors of each variant's answer,
+    its time and ratios, and the instructions per request where counted."""
+    timings = document.get("timings") or {}
+    counts = (document.get("icount") or {}).get("counts", {})
+    columns = ["variant", "status", "errors", "µs/req", "iqr", "vs pydantic", "vs msgspec errors"]
+    columns += ["instr/req", "instr vs pydantic", "instr vs msgspec errors"] if counts else []
+    parts = []
+    for case, answers in _cases(document).items():
+        timed = timings.get(case, {}).get("summary", {})
+        counted = counts.get(case, {})
+        rows = []
+        for variant, answer in answers.items():
+            row = timed.get(variant, {})
+            cells = [variant, answer["status"], answer["errors"]]
+            cells += (
+                [f"{row['median_us']:.1f}", f"{row['iqr_percent']:.1f}%"] if row else ["-", "-"]
+            )
+            cells += [ratio(row.get("vs_pydantic")), ratio(row.get("vs_msgspec_errors"))]
+            if counts:
+                base = variant.removesuffix("-fastapi")
+                value = counted.get(variant)
+                cells.append(f"{value:,.0f}" if value is not None else "-")
+                for other in ("pydantic", base):
+                    known = value is not None and other != variant and other in counted
+                    cells.append(f"{value / counted[other]:.3f}x" if known else "-")
+            rows.append(cells)
+        label = timings.get(case, {}).get("label", "")
+        parts.append(f"**{case}**{f': {label}' if label else ''}\n\n" + table(columns, rows))
+    return "\n\n".join(parts)
+
+
+def _cases(document: Doc) -> dict[str, dict[str, Doc]]:
+    answers: dict[str, dict[str, Doc]] = {}
+    for variant, by_case in document["answers"].items():
+        for case, answer in by_case.items():
+            answers.setdefault(case, {})[variant] = answer
+    return answers
+
+
 def change(found: Doc) -> str:
     """As bench/service/analysis.py prints a change: +12.3% [-4.5%, +30.1%]."""
     text = f"{found['estimate']:+.1%}"
@@ -459,6 +505,7 @@ def renderer(document: Doc) -> Callable[[str, Doc], str]:
         "formats": render_formats,
         "icount": render_icount,
         "table": render_table,
+        "errors": render_errors,
         "service": render_service,
         "server": render_server,
     }

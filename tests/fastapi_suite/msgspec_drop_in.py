@@ -22,6 +22,10 @@ is left as it is, since install_dispatch refuses it (TypeError); it must take an
 Without the option, routing is FastAPI's own loop over MsgspecRoutes: the two runs tell
 the router's differences from install_dispatch's.
 
+With `--msgspec-errors fastapi`, the router put in place of APIRouter is MsgspecRouter
+with `errors="fastapi"` as its default, so that every route the suite adds answers a
+failing request in FastAPI's vocabulary (a route the suite gives `errors=` itself keeps it).
+
 FastAPI's tests that run in a child interpreter are skipped: those that
 `tests/test_telemetry/_subprocess.py`'s `run_in_subprocess` wraps, and the CLI test that
 runs `fastapi dev`. This plugin is not loaded there, so they test FastAPI alone; they cost
@@ -64,6 +68,13 @@ _CHILD_TESTS = {"tests/test_fastapi_cli.py::test_fastapi_cli"}
 _IN_CHILD = pytest.mark.skip(reason="runs in a child interpreter, without msgspec_drop_in")
 
 
+class FastAPIErrorsRouter(MsgspecRouter):
+    """MsgspecRouter answering failures as FastAPI does unless told otherwise."""
+
+    def __init__(self, *args: Any, errors: str = "fastapi", **kwargs: Any) -> None:
+        super().__init__(*args, errors=errors, **kwargs)
+
+
 async def _call(self: FastAPI, scope: Scope, receive: Receive, send: Send) -> None:
     if self not in _SEEN:
         _SEEN.add(self)
@@ -89,11 +100,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="install_dispatch on every FastAPI application at its first call",
     )
+    parser.addoption(
+        "--msgspec-errors",
+        choices=["msgspec", "fastapi"],
+        default="msgspec",
+        help="the default `errors=` of the router put in place of APIRouter",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    fastapi_errors = config.getoption("--msgspec-errors") == "fastapi"
     for module, name in _ORIGINALS:
-        setattr(module, name, MsgspecRouter)
+        setattr(module, name, FastAPIErrorsRouter if fastapi_errors else MsgspecRouter)
     FastAPI.openapi = _openapi  # type: ignore[method-assign]
     if config.getoption("--msgspec-dispatch"):
         FastAPI.__call__ = _call  # type: ignore[method-assign]
@@ -118,9 +136,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> str:
     routing = "install_dispatch" if config.getoption("--msgspec-dispatch") else "FastAPI's"
+    errors = config.getoption("--msgspec-errors")
     return (
-        f"msgspec_drop_in: MsgspecRouter in place of APIRouter, {routing} routing, "
-        f"twin {msgspec_fastapi.IMPLEMENTATION}"
+        f"msgspec_drop_in: MsgspecRouter (errors={errors!r}) in place of APIRouter, "
+        f"{routing} routing, twin {msgspec_fastapi.IMPLEMENTATION}"
     )
 
 

@@ -1,8 +1,8 @@
 """FastAPI's own test suite with MsgspecRouter in place of APIRouter, on both twins.
 
     python tests/fastapi_suite/run.py [--suite fastapi|upstream] [--fastapi VERSION]
-        [--mode plain|dispatch|both] [--twin both|compiled|pure] [--jobs N]
-        [--judge-only] [-- PYTEST_ARGS...]
+        [--mode plain|dispatch|both] [--errors msgspec|fastapi] [--twin both|compiled|pure]
+        [--jobs N] [--judge-only] [-- PYTEST_ARGS...]
 
 1. Downloads FastAPI's sdist (its `tests/` and `docs_src/`) for VERSION, by default the
    FastAPI installed beside the interpreter running this script, into `.fastapi-suite/`;
@@ -17,7 +17,10 @@
    differences.toml. `--mode plain` (the default) routes through FastAPI's own loop;
    `--mode dispatch` puts `install_dispatch` on every application the suite calls, and
    judges against dispatch_differences.toml too (what install_dispatch alone changes);
-   `--mode both` runs the two. `--jobs N` runs N of those processes at once.
+   `--mode both` runs the two. `--errors fastapi` makes `errors="fastapi"` the default of
+   every MsgspecRouter the suite builds, and judges against errors_differences.toml in
+   place of differences.toml (dispatch_differences.toml still adds to it in dispatch
+   mode). `--jobs N` runs N of those processes at once.
 
 Fails (exit 1) on a failure or error that the lists do not have, on a listed test that
 passes (so the lists shrink as fixes land), and on a test whose outcome differs between
@@ -66,6 +69,7 @@ class Suite:
     plugins: tuple[str, ...]
     differences: Path
     dispatch_differences: Path | None = None  # what install_dispatch adds (dispatch mode)
+    errors_differences: Path | None = None  # in place of `differences` with errors="fastapi"
 
 
 SUITES = {
@@ -75,6 +79,7 @@ SUITES = {
         ("msgspec_drop_in",),
         HERE / "differences.toml",
         HERE / "dispatch_differences.toml",
+        HERE / "errors_differences.toml",
     ),
     "upstream": Suite("msgspec-fastapi", "src", (), HERE / "upstream_differences.toml"),
 }
@@ -177,10 +182,11 @@ def load_differences(*paths: Path) -> Differences:
 
 @dataclass
 class Run:
-    """One pytest process: a twin in a mode, and what it left."""
+    """One pytest process: a twin in a mode, with an error vocabulary, and what it left."""
 
     mode: str
     twin: str
+    errors: str
     outcomes_file: Path
     log: Path | None  # its output, when it runs beside others; else the terminal
     wall: float = 0.0
@@ -188,16 +194,21 @@ class Run:
 
     @property
     def name(self) -> str:
-        return self.twin if self.mode == "plain" else f"{self.twin} ({self.mode})"
+        settings = [mode for mode in (self.mode,) if mode != "plain"]
+        settings += [f"errors={self.errors}"] if self.errors != "msgspec" else []
+        return f"{self.twin} ({', '.join(settings)})" if settings else self.twin
 
 
-def plan_runs(cache: Path, tree: Path, modes: list[str], twins: list[str], jobs: int) -> list[Run]:
+def plan_runs(
+    cache: Path, tree: Path, modes: list[str], twins: list[str], errors: str, jobs: int
+) -> list[Run]:
     runs = []
     for mode in modes:
         for twin in twins:
             stem = f"{tree.name}-{twin}" + ("" if mode == "plain" else f"-{mode}")
+            stem += "" if errors == "msgspec" else f"-errors-{errors}"
             log = cache / f"log-{stem}.txt" if jobs > 1 else None
-            runs.append(Run(mode, twin, cache / f"outcomes-{stem}.json", log))
+            runs.append(Run(mode, twin, errors, cache / f"outcomes-{stem}.json", log))
     return runs
 
 
@@ -215,6 +226,7 @@ def run_pytest(python: Path, tree: Path, suite: Suite, run: Run, pytest_args: li
         "-p", "outcomes", f"--outcomes={run.outcomes_file}", "--continue-on-collection-errors",
         *(arg for plugin in suite.plugins for arg in ("-p", plugin)),
         *(["--msgspec-dispatch"] if run.mode == "dispatch" else []),
+        *([f"--msgspec-errors={run.errors}"] if run.errors != "msgspec" else []),
         *(pytest_args or ["tests"]),
     ]  # fmt: skip
     where = f" (output in {run.log})" if run.log else ""
@@ -313,6 +325,13 @@ def main() -> int:
         default="plain",
         help="FastAPI's routing (plain), install_dispatch on every app (dispatch), or both",
     )
+    parser.add_argument(
+        "--errors",
+        choices=["msgspec", "fastapi"],
+        default="msgspec",
+        help='the default errors= of every MsgspecRouter the suite builds ("fastapi": '
+        "judged against errors_differences.toml)",
+    )
     parser.add_argument("--twin", choices=["both", "compiled", "pure"], default="both")
     parser.add_argument("--jobs", type=int, default=1, help="how many pytest processes run at once")
     parser.add_argument("--cache", type=Path, default=REPO / ".fastapi-suite")
@@ -327,6 +346,8 @@ def main() -> int:
     modes = list(MODES) if args.mode == "both" else [args.mode]
     if suite.dispatch_differences is None and modes != ["plain"]:
         parser.error(f"--suite {args.suite} runs in plain mode only")
+    if suite.errors_differences is None and args.errors != "msgspec":
+        parser.error(f"--suite {args.suite} runs with msgspec's errors only")
     fastapi_version = args.fastapi or importlib.metadata.version("fastapi")
     version = fastapi_version if args.suite == "fastapi" else UPSTREAM_VERSION
     cache = args.cache.resolve()
@@ -334,7 +355,7 @@ def main() -> int:
     tree = sdist_tree(cache, suite, version)
     python = suite_venv(cache, fastapi_version)
     twins = ["compiled", "pure"] if args.twin == "both" else [args.twin]
-    runs = plan_runs(cache, tree, modes, twins, args.jobs)
+    runs = plan_runs(cache, tree, modes, twins, args.errors, args.jobs)
     started = time.monotonic()
     if args.judge_only:
         for run in runs:
@@ -349,10 +370,16 @@ def main() -> int:
                 future.result()
     elapsed = time.monotonic() - started
 
-    print(f"\n== {tree.name}'s suite at FastAPI {fastapi_version}, against msgspec-fastapi here")
+    vocabulary = f' with errors="{args.errors}"' if args.errors != "msgspec" else ""
+    print(
+        f"\n== {tree.name}'s suite at FastAPI {fastapi_version}, against msgspec-fastapi "
+        f"here{vocabulary}"
+    )
     problems = []
     for mode in modes:
         paths = [suite.differences]
+        if args.errors == "fastapi" and suite.errors_differences is not None:
+            paths = [suite.errors_differences]
         if mode == "dispatch" and suite.dispatch_differences is not None:
             paths.append(suite.dispatch_differences)
         differences = load_differences(*paths)

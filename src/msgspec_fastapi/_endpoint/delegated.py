@@ -37,7 +37,7 @@ from .._shared import (
     RequestValidationError,
     body_too_large,
 )
-from .telemetry import Traced, reported
+from .telemetry import Traced, report_unparsed_body, reported
 
 if TYPE_CHECKING:
     from .._dependencies.plan import BodyParts
@@ -296,7 +296,11 @@ class WithBody(Delegation):
         except ClientDisconnect:
             return NoResponse()
         # 415 and 400 are sent here, before any dependency runs.
-        body = runtime.parse_body(request.scope, raw)
+        try:
+            body = runtime.parse_body(request.scope, raw)
+        except RequestValidationError as invalid:  # errors="fastapi": malformed JSON
+            report_unparsed_body(invalid, request)
+            raise
         single = self.single
         if single is not None and type(body) is not RequestValidationError:
             body = body[single]  # one parameter, read embedded beside FastAPI's

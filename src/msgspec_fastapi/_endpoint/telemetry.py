@@ -79,6 +79,16 @@ def reported(
     return invalid
 
 
+def report_unparsed_body(invalid: RequestValidationError, request: Request) -> None:
+    """A body that is not JSON, answered with FastAPI's 422 (`errors="fastapi"`), reported
+    to the telemetry (when it observes the request) as FastAPI's handler reports it before
+    solving: the request in TelemetryData, the body's text and the error by the log."""
+    data = _compat.telemetry_data()
+    if data is not None:
+        data.request = request
+    _compat.validation_failed(invalid)
+
+
 def traced_handler(spec: EndpointSpec, target: Any, arguments: Arguments) -> Traced:
     """The route's handling for an observed request: `traced(request, body, raw, models,
     model_errors)` with what the request path read, as FastAPI's handler gets a request.
