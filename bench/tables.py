@@ -62,6 +62,7 @@ VARIANT_NAMES = {
     "bare": "bare ASGI",
 }
 SERVER_NAMES = {"uvicorn": "uvicorn", "granian": "Granian"}
+CLOCKS = {"cpu": "CPU", "wall": "wall"}
 # The server mode's routes, as the README's table names them.
 SERVER_ROUTES = {
     "city-get": "`GET /cities/{id}`",
@@ -561,8 +562,8 @@ def newest(documents: dict[str, Doc], wanted: Callable[[Doc], bool]) -> str:
 def source(name: str, document: Doc) -> str:
     run = document["run"]
     return (
-        f"`{run['command']}` at `{run['commit']}` on {run['date']}, {load_phrase(document)}"
-        f" (`bench/results/{name}`)"
+        f"`{run['command']}` at `{run['commit']}` on {run['date']} (`bench/results/{name}`),"
+        f" {load_phrase(document)}"
     )
 
 
@@ -581,8 +582,9 @@ def view_cities(documents: dict[str, Doc]) -> str:
     ]
     config, run = document["config"], document["run"]
     versions = run.get("versions", {})
+    clock = CLOCKS[config["clock"]]
     caption = (
-        f"µs per request (median of {config['rounds']} interleaved rounds, {config['clock']}"
+        f"µs per request (median of {config['rounds']} interleaved rounds, {clock}"
         f" time, one pinned core), in-process ASGI, FastAPI {versions.get('fastapi', '?')},"
         f" msgspec {versions.get('msgspec', '?')}; {source(name, document)}:"
     )
