@@ -110,6 +110,12 @@ $(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
 	$(PY) -m pip install -q -r bench/requirements.txt
 	touch $@
 
+# The README's and the docs' benchmark tables, rewritten from bench/results/*.json (the
+# standard library only); tests/test_benchmark_tables.py fails while one differs.
+.PHONY: tables
+tables:
+	$(PYTHON) bench/tables.py
+
 # The micro benchmark on one pinned core; see docs/benchmarks.md.
 bench: $(VENV)/.bench-installed
 	$(PY) bench/micro.py $(BENCH_ARGS)

@@ -85,14 +85,23 @@ def run_record(versions: dict[str, Any]) -> dict[str, Any]:
     script = Path(sys.argv[0]).resolve()
     if script.is_relative_to(BENCH.parent):
         script = script.relative_to(BENCH.parent)
+    now = datetime.now(UTC)
     return {
-        "date": datetime.now(UTC).date().isoformat(),
+        "date": now.date().isoformat(),
+        "time": now.strftime("%H:%M UTC"),
         "commit": described.stdout.strip() or "unknown",
         "command": shlex.join(["python", str(script), *sys.argv[1:]]),
         "machine": f"{cpu_model()}, {os.cpu_count()} CPUs",
         "python": platform.python_version(),
         "versions": {name: found for name, found in versions.items() if found},
     }
+
+
+def load_text(loads: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
+    """A run's load, for its record: the 1-minute load average (/proc/loadavg) before and
+    after it."""
+    before, after = loads
+    return f"{before[0]:.2f} before, {after[0]:.2f} after (1-minute load average)"
 
 
 def free_port() -> int:

@@ -42,7 +42,8 @@ variants are skipped, with the reason, while this msgspec_fastapi cannot stream.
     python bench/micro.py --stream --quick     # smoke run of the streaming mode
     python bench/micro.py --deps               # dependencies (micro/deps.py)
     python bench/micro.py --deps --quick --strict   # its smoke run: every variant answers
-    python bench/micro.py --deps --server      # behind uvicorn, loaded by wrk (micro/server.py)
+    python bench/micro.py --deps --server      # behind uvicorn and Granian (micro/server.py)
+    python bench/micro.py --deps --server --server-kind granian   # behind Granian only
     python bench/micro.py --deps --server --quick --strict   # its smoke run
 """
 
@@ -60,7 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from common import BENCH, cpu_model, ensure_upstream, log, run_record, versions
+from common import BENCH, cpu_model, ensure_upstream, load_text, log, run_record, versions
 
 from . import (
     cities,
@@ -261,8 +262,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--server",
         action="store_true",
-        help="with --deps: each variant's app behind uvicorn pinned to --cpu (default the"
-        " first CPU), loaded by wrk pinned to --client-cpu; requests/s (micro/server.py)",
+        help="with --deps: each variant's app behind uvicorn and Granian pinned to --cpu"
+        " (default the first CPU), loaded by wrk pinned to --client-cpu; requests/s and CPU"
+        " time per response (micro/server.py)",
+    )
+    parser.add_argument(
+        "--server-kind",
+        default=",".join(server.SERVER_KINDS),
+        metavar="KIND[,KIND]",
+        help=f"--server: the servers, {' or '.join(server.SERVER_KINDS)} or both, comma-separated"
+        " (default both, measured in the same rounds)",
     )
     parser.add_argument(
         "--duration", type=int, help="--server: seconds wrk loads each route per round (5)"
@@ -679,6 +688,7 @@ def write_json(
     rounds: dict[str, Any],
     workers: list[Worker],
     skipped: dict[str, str],
+    loads: tuple[tuple[float, ...], tuple[float, ...]],
 ) -> None:
     config = {
         name: getattr(args, name)
@@ -705,10 +715,12 @@ def write_json(
         }
         for route, rows in summary.items()
     }
+    record = run_record({name: meta.get(name) for name in VERSIONED})
+    record["load"] = load_text(loads)
     result = {
         "benchmark": "micro",
-        "run": run_record({name: meta.get(name) for name in VERSIONED}),
-        "meta": meta,
+        "run": record,
+        "meta": {**meta, "load_before": loads[0], "load_after": loads[1]},
         "config": config,
         "variants": variants,
         "round_orders": rounds["orders"],
@@ -736,6 +748,7 @@ def run_mode(
     args: argparse.Namespace, mode: Mode, meta: dict[str, Any], json_path: Path | None
 ) -> int:
     started = time.perf_counter()
+    load_before = os.getloadavg()
     skipped: dict[str, str] = {}
     workers: list[Worker] = []
     try:
@@ -751,6 +764,7 @@ def run_mode(
         for worker in workers:
             worker.stop()
 
+    loads = (load_before, os.getloadavg())
     times = rounds["times"][args.clock]
     summary = summarize(times, mode.bases)
     log(f"done in {time.perf_counter() - started:.0f} s")
@@ -774,7 +788,7 @@ def run_mode(
             routetable_report.plot(args.plot, summary, mode.sizes)
             log(f"plot written to {args.plot}")
     if json_path:
-        write_json(json_path, args, mode, meta, summary, rounds, workers, skipped)
+        write_json(json_path, args, mode, meta, summary, rounds, workers, skipped, loads)
     return 0
 
 

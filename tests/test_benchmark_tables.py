@@ -1,0 +1,138 @@
+"""The benchmark tables of the README and the docs are what bench/tables.py writes from the
+committed bench/results/*.json, so that no figure in a table can go stale. No timing here:
+the script only formats the files."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "bench" / "tables.py"
+
+
+def _load_tables() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_tables", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+tables = _load_tables()
+PAGES = tables.pages(ROOT)
+
+
+@pytest.fixture(scope="module")
+def documents() -> dict[str, Any]:
+    found: dict[str, Any] = tables.load_results(ROOT / "bench" / "results")
+    return found
+
+
+def blocks(page: str) -> list[tuple[str, str]]:
+    return [(m.group("name"), m.group("body")) for m in tables.BLOCK.finditer(page)]
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda path: path.name)
+def test_the_page_tables_are_what_the_script_writes_from_the_results(
+    path: Path, documents: dict[str, Any]
+) -> None:
+    page = path.read_text(encoding="utf-8")
+    assert tables.rewrite(page, documents) == page, (
+        f"{path.relative_to(ROOT)}: a benchmark table differs from bench/results; run make tables"
+    )
+
+
+def test_the_readme_shows_the_city_routes_and_the_servers() -> None:
+    names = [name for name, _ in blocks((ROOT / "README.md").read_text(encoding="utf-8"))]
+    assert names[:2] == ["readme-cities", "readme-servers"]
+
+
+def test_every_results_file_is_shown_by_a_docs_page(documents: dict[str, Any]) -> None:
+    shown = {
+        name
+        for path in PAGES
+        if path.parent.name == "docs"
+        for name, _ in blocks(path.read_text(encoding="utf-8"))
+    }
+    assert sorted(set(documents) - shown) == []
+
+
+def test_a_changed_figure_changes_the_table(documents: dict[str, Any]) -> None:
+    page = (ROOT / "README.md").read_text(encoding="utf-8")
+    name = tables.newest(documents, tables.is_city_run)
+    changed = copy.deepcopy(documents)
+    row = changed[name]["routes"]["get"]["summary"]["compiled"]
+    row["median_us"] += 1000
+    assert tables.rewrite(page, changed) != page
+
+
+def test_each_table_states_its_files_commit_date_and_load(documents: dict[str, Any]) -> None:
+    for path in PAGES:
+        for name, body in blocks(path.read_text(encoding="utf-8")):
+            if name in tables.VIEWS:
+                file = next(f for f in documents if f"bench/results/{f}`" in body)
+            else:
+                file = name
+            run = documents[file]["run"]
+            assert run["commit"] in body, (path.name, name)
+            assert run["date"] in body, (path.name, name)
+            assert (run.get("load") or tables.NO_LOAD) in body, (path.name, name)
+
+
+def test_a_file_without_its_load_says_load_not_recorded(documents: dict[str, Any]) -> None:
+    name = next(n for n, d in documents.items() if d["benchmark"] == "icount")
+    document = copy.deepcopy(documents[name])
+    document["run"].pop("load", None)
+    assert "load not recorded" in tables.render(name, {name: document})
+
+
+def test_a_view_takes_the_newest_file_of_its_kind(documents: dict[str, Any]) -> None:
+    name = tables.newest(documents, tables.is_city_run)
+    newer = copy.deepcopy(documents[name])
+    newer["run"]["date"] = "2999-01-01"
+    newer["routes"]["get"]["summary"]["compiled"]["median_us"] = 12345.6
+    both = {**documents, "micro-cities-newer.json": newer}
+    assert tables.newest(both, tables.is_city_run) == "micro-cities-newer.json"
+    assert "12345.6" in tables.render("readme-cities", both)
+
+
+def test_a_quick_run_is_never_a_views_source(documents: dict[str, Any]) -> None:
+    name = tables.newest(documents, tables.is_server_run)
+    quick = copy.deepcopy(documents[name])
+    quick["run"]["date"] = "2999-01-01"
+    quick["config"]["quick"] = True
+    both = {**documents, "server-quick.json": quick}
+    assert tables.newest(both, tables.is_server_run) == name
+
+
+def test_check_fails_on_a_stale_table_and_writing_fixes_it(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    shutil.copytree(ROOT / "bench" / "results", tmp_path / "bench" / "results")
+    shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    results = tmp_path / "bench" / "results"
+    name = tables.newest(tables.load_results(results), tables.is_server_run)
+    document = json.loads((results / name).read_text())
+    for found in document["servers"].values():
+        for data in found["routes"].values():
+            data["summary"]["compiled"]["rps"] *= 2
+    (results / name).write_text(json.dumps(document))
+
+    assert tables.main(["--check"], root=tmp_path) == 1
+    assert tables.main([], root=tmp_path) == 0
+    assert tables.main(["--check"], root=tmp_path) == 0
+
+
+def test_a_block_naming_a_missing_file_is_an_error(documents: dict[str, Any]) -> None:
+    page = "<!-- table: no-such-run.json -->\n<!-- /table -->\n"
+    with pytest.raises(tables.TableError, match=r"no-such-run\.json"):
+        tables.rewrite(page, documents)
