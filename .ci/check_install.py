@@ -11,6 +11,8 @@ cibuildwheel's test step both do so):
     python check_install.py pure       # an install without the extension: the suite once
 
 `--skip-slow` leaves the slow tests out (`make wheel-test` does: `make test` runs them).
+`--smoke` runs only the pure_smoke tests: enough to show that an install without the
+extension imports and serves on the pure twin, which the full runs cover test by test.
 
 It fails when the package is imported from anywhere but site-packages, when the request
 path in use is not the expected one, or when a test run fails (or collects no test).
@@ -75,6 +77,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("expected", choices=["compiled", "pure"])
     parser.add_argument("--skip-slow", action="store_true", help="leave the slow tests out")
+    parser.add_argument("--smoke", action="store_true", help="run only the pure_smoke tests")
     # What follows `--` goes to pytest. Split by hand: argparse gives an optional
     # positional list nothing once an option stands between it and the first positional.
     argv = sys.argv[1:]
@@ -87,7 +90,8 @@ def main() -> None:
 
     env = clean_environment()
     expect_implementation(args.expected, env)
-    run_suite(args.expected, env, pytest_args, "not slow" if args.skip_slow else None)
+    marks = "pure_smoke" if args.smoke else "not slow" if args.skip_slow else None
+    run_suite(args.expected, env, pytest_args, marks)
     if args.expected == "compiled":
         pure_env = {**env, "MSGSPEC_FASTAPI_PURE": "1"}
         expect_implementation("pure", pure_env)
