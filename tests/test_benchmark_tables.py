@@ -86,7 +86,7 @@ def test_each_table_states_its_files_commit_date_and_load(documents: dict[str, A
             run = documents[file]["run"]
             assert run["commit"] in body, (path.name, name)
             assert run["date"] in body, (path.name, name)
-            assert (run.get("load") or tables.NO_LOAD) in body, (path.name, name)
+            assert tables.load(documents[file]) in body, (path.name, name)
 
 
 def test_a_file_without_its_load_says_load_not_recorded(documents: dict[str, Any]) -> None:
