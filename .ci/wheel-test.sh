@@ -29,8 +29,9 @@ case $wheel in *manylinux*) ;; *) fail "$wheel is not a repaired manylinux wheel
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/.ci"
-# docs/ and docs_src/: tests/test_docs_examples.py runs the docs' examples on the install too.
-cp -r tests docs docs_src pyproject.toml "$work/"
+# docs/ and docs_src/: tests/test_docs_examples.py runs the docs' examples on the install too;
+# README.md and bench/: tests/test_benchmark_tables.py reads the tables and the results.
+cp -r tests docs docs_src bench pyproject.toml README.md "$work/"
 cp .ci/check_install.py "$work/.ci/"
 
 rm -rf "$venv"

@@ -8,6 +8,7 @@ it is that one, so that no variant is ever measured with another variant's code.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import platform
@@ -106,9 +107,20 @@ def load_text(loads: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """As many distinct free ports: every probe socket stays bound until all are chosen, as
+    the kernel may hand a port it just released out again. Granian binds with SO_REUSEPORT,
+    so two servers given one port would both start and share the requests."""
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind(("127.0.0.1", 0))
+            ports.append(int(sock.getsockname()[1]))
+        return ports
 
 
 def _upstream_installed(directory: Path) -> bool:

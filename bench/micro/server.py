@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import msgspec
-from common import BENCH, ensure_upstream, free_port, load_text, log, run_record, versions
+from common import BENCH, ensure_upstream, free_ports, load_text, log, run_record, versions
 
 from . import cities, deps, routetable
 from .asgi import Case
@@ -199,8 +199,7 @@ class Server:
     lengths: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def start(cls, kind: str, variant: str, app: str, cpu: int, scratch: Path) -> Server:
-        port = free_port()
+    def start(cls, kind: str, variant: str, app: str, cpu: int, scratch: Path, port: int) -> Server:
         stem = scratch / f"{kind}-{variant}-{app}"
         log_path, report_path = stem.with_suffix(".log"), stem.with_suffix(".json")
         command = ["taskset", "-c", str(cpu), sys.executable, "-m", "micro.serve", variant]
@@ -364,11 +363,10 @@ def start_servers(
     kinds = args.server_kinds
     count = len(kinds) * len(variants) * len(apps)
     log(f"starting {count} servers ({', '.join(kinds)}) on CPU {args.cpu}: {', '.join(variants)}")
+    keys = [(kind, variant, app) for kind in kinds for variant in variants for app in apps]
     servers = {
-        (kind, variant, app): Server.start(kind, variant, app, args.cpu, scratch)
-        for kind in kinds
-        for variant in variants
-        for app in apps
+        key: Server.start(*key, args.cpu, scratch, port)
+        for key, port in zip(keys, free_ports(count), strict=True)
     }
     timeout = START_TIMEOUT + START_TIMEOUT_PER_SERVER * count
     deadline = time.monotonic() + timeout
