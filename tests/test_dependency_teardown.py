@@ -45,6 +45,17 @@ needs_max_concurrency = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(autouse=True, scope="module")
+def collect_only_what_this_module_makes() -> Iterator[None]:
+    """`run` collects garbage around every request. Frozen, the objects the session made
+    before this module are left out of those collections, which then scan only this
+    module's objects: seconds fewer per test in a whole-suite run."""
+    gc.collect()
+    gc.freeze()
+    yield
+    gc.unfreeze()
+
+
 def cancel() -> None:
     LOG.append("cancel")
     OUTER[0].cancel()
