@@ -591,6 +591,18 @@ def test_malformed_json_is_fastapis_json_invalid(twin: Twin) -> None:
     }
 
 
+@pytest.mark.parametrize(
+    "value", [b"NaN", b"-Infinity", b"1e400"], ids=["nan", "infinity", "out of range"]
+)
+def test_a_bad_field_beside_a_float_only_pythons_json_reads_fails_as_in_fastapi(
+    twin: Twin, value: bytes
+) -> None:
+    body = b'{"req": "abc", "f_float": ' + value + b"}"
+    expected = _answer(fastapi_client(), "/one", body)
+    assert expected[0] == 422
+    assert _answer(msgspec_client(twin), "/one", body) == expected
+
+
 def test_lax_mode_converts_a_numeric_string(twin: Twin) -> None:
     seen = []
     router = twin.router_class(errors="fastapi")
