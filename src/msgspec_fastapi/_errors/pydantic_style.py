@@ -3,7 +3,8 @@
 FastAPI reads a JSON body with `json.loads` and validates it with Pydantic in lax mode;
 its errors carry Pydantic's `type`, `msg`, `input` and `ctx`, under `("body", ...)`. A route
 with `errors="fastapi"` decodes its body with msgspec in lax mode (`strict=False`), and when
-that fails, `FastAPIBodyErrors` reads the body again as FastAPI does and validates it with
+that fails, `FastAPIBodyErrors` reads the body again to the value FastAPI reads (msgspec's
+untyped decoder, Python's `json` for what msgspec refuses) and validates it with
 a Pydantic type made once, at registration, from the msgspec type: each Struct a model
 whose fields carry the Struct's encoded names as aliases, its defaults and its
 `forbid_unknown_fields` (`extra="forbid"`), each `Meta` constraint the `Field` constraint
@@ -157,11 +158,11 @@ def json_invalid(raw: bytes, failed: BaseException | None = None) -> Exception:
 
 
 def _read_json(raw: bytes) -> Any:
-    """`raw` read as FastAPI reads it, with Python's `json`. msgspec's untyped decode reads
-    it first, in half the time: it refuses whatever Python's `json` refuses (and some that
-    `json` takes: `NaN`, lone surrogates, numbers out of a float's range, a byte-order
-    mark), and what it takes it reads to the same value. Only what it refuses is read again
-    by Python's `json`, for the value or for FastAPI's `json_invalid`."""
+    """`raw` read to the value FastAPI reads with Python's `json`. msgspec's untyped decode,
+    the cheaper of the two, reads it first: it refuses whatever Python's `json` refuses
+    (and some that `json` takes: `NaN`, lone surrogates, numbers out of a float's range, a
+    byte-order mark), and what it takes it reads to the same value. Only what it refuses
+    is read again by Python's `json`, for the value or for FastAPI's `json_invalid`."""
     try:
         return msgspec.json.decode(raw)
     except (msgspec.MsgspecError, RecursionError):
