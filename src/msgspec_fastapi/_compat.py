@@ -25,7 +25,9 @@ from contextlib import AbstractContextManager, AsyncExitStack
 from functools import cache, partial
 from typing import Annotated, Any, get_args, get_origin
 
+import anyio._core._eventloop as _anyio_eventloop
 from anyio import CancelScope
+from anyio.lowlevel import checkpoint_if_cancelled
 from fastapi import Body, Header, Query, params
 from fastapi import concurrency as _fastapi_concurrency
 from fastapi import routing as _routing
@@ -774,6 +776,8 @@ def rebuild_dependant(sub: Any, call: Any) -> Any:
 # cancel scope per request kept in the scope by request stack.
 SHIELDS_ASYNC_TEARDOWN = hasattr(_fastapi_concurrency, "_asynccontextmanager_with_shielded_exit")
 _CLEANUP_SCOPES_KEY = "fastapi_async_cleanup_scopes"
+# anyio 4: the running library's backend, behind anyio's module-level calls.
+_get_async_backend: Callable[[], Any] | None = getattr(_anyio_eventloop, "get_async_backend", None)
 
 # The async generator functions behind FastAPI's generator wrappers, which `_dependencies.teardown`
 # drives as `asynccontextmanager` would: a sync generator's context manager run in the
@@ -788,6 +792,18 @@ concurrency_limit_generator: Callable[..., Any] | None = getattr(
     "__wrapped__",
     None,
 )
+
+
+def cleanup_scope_parts() -> tuple[CancelScope, Callable[[], Awaitable[None]]]:
+    """A new cancel scope and `checkpoint_if_cancelled`, as `anyio.CancelScope()` and
+    `anyio.lowlevel.checkpoint_if_cancelled` give them, from the running async library's
+    backend looked up once for both: each of those looks it up again on every call, and
+    a request with async generator dependencies makes one and calls the other per
+    generator."""
+    if _get_async_backend is None:
+        return CancelScope(), checkpoint_if_cancelled
+    backend = _get_async_backend()
+    return backend.create_cancel_scope(), backend.checkpoint_if_cancelled
 
 
 def stack_cleanup_scope(scope: Scope) -> CancelScope:

@@ -19,6 +19,7 @@ cdef class RequestState:
     cdef public object exits
     cdef public object function_exits
     cdef public object cleanup
+    cdef public object checkpoint
 
     cpdef object get_request(self)
     cpdef object get_sub_response(self)

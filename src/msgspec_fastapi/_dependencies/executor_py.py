@@ -64,6 +64,7 @@ class RequestState:
 
     __slots__ = (
         "body",
+        "checkpoint",
         "cleanup",
         "exits",
         "function_exits",
@@ -100,6 +101,8 @@ class RequestState:
         self.exits: list[Teardown | CancelScope] | None = None
         self.function_exits: list[Teardown | CancelScope] | None = None
         self.cleanup: CancelScope | None = None
+        # The cleanup scope's library's `checkpoint_if_cancelled`, set with it.
+        self.checkpoint: Callable[[], Awaitable[None]] | None = None
 
     def get_request(self) -> Request:
         request = self.request

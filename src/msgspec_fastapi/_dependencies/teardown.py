@@ -44,6 +44,7 @@ from .._compat import (
     FUNCTION_STACK_KEY,
     REQUEST_STACK_KEY,
     SHIELDS_ASYNC_TEARDOWN,
+    cleanup_scope_parts,
     concurrency_limit_generator,
     response_not_awaited,
     stack_cleanup_scope,
@@ -58,11 +59,17 @@ _ATHROW_VALUE_ONLY = sys.version_info >= (3, 12)
 class Teardown:
     """One async generator entered as `asynccontextmanager` enters it, and its exit."""
 
-    __slots__ = ("cleanup", "gen", "was_shielded")
+    __slots__ = ("checkpoint", "cleanup", "gen", "was_shielded")
 
-    def __init__(self, gen: Any, cleanup: CancelScope | None) -> None:
+    def __init__(
+        self,
+        gen: Any,
+        cleanup: CancelScope | None,
+        checkpoint: Callable[[], Awaitable[None]] = checkpoint_if_cancelled,
+    ) -> None:
         self.gen = gen
         self.cleanup = cleanup  # the request's cleanup scope (shielded exit), or None
+        self.checkpoint = checkpoint  # `checkpoint_if_cancelled` after a shielded exit
         self.was_shielded = False  # its shield when the generator was set up
 
     async def __aenter__(self) -> Any:
@@ -84,7 +91,7 @@ class Teardown:
         finally:
             cleanup.shield = self.was_shielded
         if typ is None or suppressed:
-            await checkpoint_if_cancelled()
+            await self.checkpoint()
         return suppressed
 
     __aexit__ = __call__  # for `async with` in FastAPI's concurrency limit
@@ -189,6 +196,7 @@ async def enter_generator(step: Any, kwargs: dict[str, Any], state: Any, on_stac
     else:
         gen = step.call(**kwargs)
         cleanup = None
+        checkpoint = checkpoint_if_cancelled
         if SHIELDS_ASYNC_TEARDOWN:
             if on_stacks:
                 cleanup = stack_cleanup_scope(state.scope)
@@ -197,13 +205,15 @@ async def enter_generator(step: Any, kwargs: dict[str, Any], state: Any, on_stac
                 if cleanup is None:
                     # Entered before the first async generator, so that it encloses
                     # their scopes; closed where FastAPI's request stack closes it.
-                    cleanup = state.cleanup = CancelScope()
+                    cleanup, state.checkpoint = cleanup_scope_parts()
+                    state.cleanup = cleanup
                     cleanup.__enter__()
                     if state.exits is None:
                         state.exits = [cleanup]
                     else:
                         state.exits.append(cleanup)
-        teardown = Teardown(gen, cleanup)
+                checkpoint = state.checkpoint
+        teardown = Teardown(gen, cleanup, checkpoint)
     concurrency = step.concurrency
     if concurrency is not None:
         assert concurrency_limit_generator is not None  # else `_dependencies.plan` refuses the step
