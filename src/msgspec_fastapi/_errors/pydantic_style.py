@@ -165,7 +165,8 @@ def _read_json(raw: bytes) -> Any:
     is read again by Python's `json`, for the value or for FastAPI's `json_invalid`."""
     try:
         return msgspec.json.decode(raw)
-    except (msgspec.MsgspecError, RecursionError):
+    except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
+        # msgspec 0.22 reports invalid UTF-8 as UnicodeDecodeError, later ones as DecodeError.
         pass
     try:
         return json.loads(raw)
