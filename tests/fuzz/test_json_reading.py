@@ -77,6 +77,7 @@ def python_json(raw: bytes) -> tuple[bool, Any]:
 @example(b'"\\ud800"')
 @example(b"1e400")
 @example(b'{"a": 1, "a": 2}')
+@example(b'{"00\xc2 \x80": null}')
 @example(b"1" * 5000)
 def test_a_failing_body_is_read_to_the_value_pythons_json_reads(raw: bytes) -> None:
     readable, expected = python_json(raw)
