@@ -9,7 +9,10 @@ of requests (collection is switched on and off around it by valgrind's client re
 so start-up, imports and warm-up are not counted).
 
 Instructions are not time: cache misses and branch mispredictions are not in them. Use
-the ratios beside micro.py's, not instead of them.
+the ratios beside micro.py's, not instead of them. `--cache-sim` adds callgrind's model of
+this machine's caches and prints the misses per request beside the instructions: where
+the timed ratios and the instruction ratios disagree, the instruction-cache misses often
+say why (a miss costs about as much as ten instructions).
 
     python bench/icount.py                           # all variants and routes
     python bench/icount.py --variants compiled,pure --routes get --requests 200
@@ -19,6 +22,7 @@ the ratios beside micro.py's, not instead of them.
     python bench/icount.py --models                  # query, form and dependency models
     python bench/icount.py --deps                    # the dependency routes (micro --deps)
     python bench/icount.py --deps --server           # the same behind uvicorn (micro --server)
+    python bench/icount.py --deps --server --cache-sim --routes deps/two-get   # with misses
 
 With --deps --server, each variant's --deps app runs behind uvicorn (micro/serve.py, the
 settings of micro.py --deps --server) inside callgrind, and this script sends it the
@@ -182,25 +186,49 @@ def print_formats_table(counts: dict[str, dict[str, float]], twins: list[str]) -
             )
 
 
-def read_total(out_prefix: Path) -> int:
-    """The instruction total of the dumped batch (callgrind writes it to `<prefix>.1`)."""
+def read_events(out_prefix: Path) -> dict[str, int]:
+    """The event totals of the dumped batch (callgrind writes it to `<prefix>.1`): `Ir`,
+    the instructions, and with --cache-sim the misses (`I1mr`, `D1mr`, `D1mw`, ...)."""
+    names: list[str] = []
     for line in Path(f"{out_prefix}.1").read_text().splitlines():
-        if line.startswith("totals:") or line.startswith("summary:"):
-            return int(line.split()[1])
+        if line.startswith("events:"):
+            names = line.split()[1:]
+        elif line.startswith("totals:") or line.startswith("summary:"):
+            return dict(zip(names, map(int, line.split()[1:]), strict=True))
     raise RuntimeError(f"no totals in {out_prefix}.1")
 
 
-def count(variant: str, route: str, requests: int, library: Path, folder: Path) -> float:
-    out_prefix = folder / f"callgrind.{variant}.{route.replace('/', '.')}"
-    env = dict(os.environ, PYTHONHASHSEED="0")
+def read_total(out_prefix: Path) -> int:
+    """The instruction total of the dumped batch."""
+    return read_events(out_prefix)["Ir"]
+
+
+def per_request(out_prefix: Path, requests: int) -> dict[str, float]:
+    """Each event of the dumped batch per request."""
+    return {name: total / requests for name, total in read_events(out_prefix).items()}
+
+
+def valgrind(cache_sim: bool) -> list[str]:
+    """callgrind's command line, instrumenting nothing until the helper says so."""
     command = ["setarch", "-R"] if shutil.which("setarch") else []
     command += ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
-    command += [f"--callgrind-out-file={out_prefix}"]
+    if cache_sim:
+        command.append("--cache-sim=yes")
+    return command
+
+
+def count(
+    variant: str, route: str, requests: int, library: Path, folder: Path, cache_sim: bool = False
+) -> dict[str, float]:
+    """Events per request (see read_events) of `variant` on `route`, in process."""
+    out_prefix = folder / f"callgrind.{variant}.{route.replace('/', '.')}"
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    command = [*valgrind(cache_sim), f"--callgrind-out-file={out_prefix}"]
     command += [sys.executable, __file__, "--worker", variant, route, str(requests), str(library)]
     result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"{variant} {route} failed under valgrind:\n{result.stderr[-3000:]}")
-    return read_total(out_prefix) / requests
+    return per_request(out_prefix, requests)
 
 
 # --deps --server: requests to a server before counting (after its start-up).
@@ -208,16 +236,17 @@ SERVER_WARMUP = 300
 SERVER_START_TIMEOUT = 300.0
 
 
-def count_server(variant: str, route: str, requests: int, library: Path, folder: Path) -> float:
-    """Instructions per request of `variant`'s --deps app behind uvicorn, under callgrind;
-    every answer checked against the expected one."""
+def count_server(
+    variant: str, route: str, requests: int, library: Path, folder: Path, cache_sim: bool = False
+) -> dict[str, float]:
+    """Events per request of `variant`'s --deps app behind uvicorn, under callgrind; every
+    answer checked against the expected one."""
     case = deps.CASES[route.removeprefix(DEPS_PREFIX)]
     out_prefix = folder / f"callgrind.server.{variant}.{case.key}"
     port = free_port()
     report = folder / f"server.{variant}.{case.key}.json"
     env = dict(os.environ, PYTHONHASHSEED="0")
-    command = ["setarch", "-R"] if shutil.which("setarch") else []
-    command += ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
+    command = valgrind(cache_sim)
     command += [f"--callgrind-out-file={out_prefix}", sys.executable, "-m", "micro.serve"]
     command += [variant, "--app", "deps", "--port", str(port), "--report", str(report)]
     command += ["--icount", f"{library}:{SERVER_WARMUP}:{requests}"]
@@ -254,7 +283,7 @@ def count_server(variant: str, route: str, requests: int, library: Path, folder:
         if server.poll() is None:
             server.send_signal(signal.SIGINT)
         server.wait(timeout=120)
-    return read_total(out_prefix) / requests
+    return per_request(out_prefix, requests)
 
 
 def label(case: str) -> str:
@@ -289,6 +318,33 @@ def print_table(counts: dict[str, dict[str, float]], variants: list[str], table:
                 ratio = value / by_variant[base] if base in by_variant else None
                 cells.append(f"{ratio:>11.3f}x" if ratio is not None else f"{'-':>12}")
             print(" ".join(cells))
+
+
+# --cache-sim: callgrind's miss events, added up into the columns printed.
+MISS_KINDS = {"I1": ("I1mr",), "D1": ("D1mr", "D1mw"), "LL": ("ILmr", "DLmr", "DLmw")}
+
+
+def misses_of(events: dict[str, float]) -> dict[str, float]:
+    """Misses per request by cache: first-level instruction and data, last-level."""
+    return {kind: sum(events[name] for name in names) for kind, names in MISS_KINDS.items()}
+
+
+def print_misses(misses: dict[str, dict[str, dict[str, float]]], variants: list[str]) -> None:
+    """--cache-sim: the misses per request beside the instructions."""
+    print("\nsimulated cache misses per request (callgrind's model of this machine's caches)")
+    for route, by_variant in misses.items():
+        print(f"\n{label(route)}")
+        heads = f"{'I1 misses':>10} {'per 100 instr':>14} {'D1 misses':>10} {'LL':>6}"
+        print(f"  {'variant':<11} {heads}")
+        for variant in variants:
+            if variant not in by_variant:
+                continue
+            found = by_variant[variant]
+            rate = 100 * found["I1"] / found["instructions"]
+            print(
+                f"  {variant:<11} {found['I1']:>10,.0f} {rate:>14.2f} {found['D1']:>10,.0f}"
+                f" {found['LL']:>6,.0f}"
+            )
 
 
 def print_override_ratios(counts: dict[str, dict[str, float]], variants: list[str]) -> None:
@@ -362,6 +418,11 @@ def main() -> int:
         action="store_true",
         help="with --deps: behind uvicorn, two-get and two-post (micro --deps --server)",
     )
+    parser.add_argument(
+        "--cache-sim",
+        action="store_true",
+        help="also simulate the caches and print the misses per request (slower)",
+    )
     parser.add_argument("--requests", type=int, default=1000, help="counted requests per run")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--json", type=Path, help="write the counts here")
@@ -409,11 +470,16 @@ def main() -> int:
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             counter = count_server if args.server else count
             futures = {
-                job: pool.submit(counter, *job, args.requests, library, folder) for job in jobs
+                job: pool.submit(counter, *job, args.requests, library, folder, args.cache_sim)
+                for job in jobs
             }
             counts: dict[str, dict[str, float]] = {route: {} for route in routes}
+            misses: dict[str, dict[str, dict[str, float]]] = {route: {} for route in routes}
             for (variant, route), future in futures.items():
-                counts[route][variant] = future.result()
+                events = future.result()
+                counts[route][variant] = events["Ir"]
+                if args.cache_sim:
+                    misses[route][variant] = {"instructions": events["Ir"], **misses_of(events)}
                 log(f"{variant} {route}: {counts[route][variant]:,.0f} instructions per request")
     if args.formats:
         print_formats_table(counts, variants)
@@ -421,6 +487,8 @@ def main() -> int:
         print_table(counts, variants, table)
     if args.deps:
         print_override_ratios(counts, variants)
+    if args.cache_sim:
+        print_misses(misses, variants)
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         meta: dict[str, Any] = {"requests": args.requests, "python": sys.version.split()[0]}
@@ -429,6 +497,8 @@ def main() -> int:
         versioned = ("fastapi", "starlette", "msgspec", "pydantic", "litestar", "blacksheep")
         run = run_record(versions(versioned))
         document = {"benchmark": "icount", "run": run, "meta": meta, "counts": counts}
+        if args.cache_sim:
+            document["misses"] = misses
         args.json.write_text(json.dumps(document, indent=2) + "\n")
     return 0
 
