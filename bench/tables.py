@@ -409,7 +409,30 @@ def render_icount(document: Doc) -> Rendered:
     ]
     requests = document.get("meta", {}).get("requests")
     note = f"Instructions per request ({requests:,} counted requests):\n\n" if requests else ""
-    return Rendered(note + table(["route", *variants], rows))
+    text = note + table(["route", *variants], rows)
+    if misses := document.get("misses"):
+        text += "\n\n" + render_misses(misses)
+    return Rendered(text)
+
+
+def render_misses(misses: dict[str, dict[str, dict[str, float]]]) -> str:
+    """icount.py --cache-sim: the simulated misses per request, by route and variant."""
+    columns = ["route", "variant", "instructions", "I1 misses", "per 100 instr", "D1 misses"]
+    rows = [
+        [
+            route,
+            variant,
+            f"{found['instructions']:,.0f}",
+            f"{found['I1']:,.0f}",
+            f"{100 * found['I1'] / found['instructions']:.2f}",
+            f"{found['D1']:,.0f}",
+        ]
+        for route, by_variant in misses.items()
+        for variant, found in by_variant.items()
+    ]
+    return "Cache misses per request, callgrind's model of this machine's caches:\n\n" + table(
+        columns, rows, right_from=2
+    )
 
 
 def render_table(document: Doc) -> Rendered:
@@ -585,12 +608,23 @@ def is_city_run(document: Doc) -> bool:
     )
 
 
+# What a server run must have measured to be the README's table: a run of fewer (a
+# check of one route, say) is shown only where a page names its file.
+FULL_SERVER_ROUTES = ("city-get", "city-validate", "two-get")
+FULL_SERVER_VARIANTS = ("compiled", "pure", "litestar", "blacksheep")
+
+
 def is_server_run(document: Doc) -> bool:
-    return (
-        document.get("benchmark") == "server"
-        and "servers" in document
-        and not document["config"].get("quick")
-    )
+    if document.get("benchmark") != "server" or "servers" not in document:
+        return False
+    if document["config"].get("quick") or set(document["servers"]) != set(SERVER_NAMES):
+        return False
+    for found in document["servers"].values():
+        for route in FULL_SERVER_ROUTES:
+            measured = found["routes"].get(route, {}).get("summary", {})
+            if not all(variant in measured for variant in FULL_SERVER_VARIANTS):
+                return False
+    return True
 
 
 def newest(documents: dict[str, Doc], wanted: Callable[[Doc], bool]) -> str:

@@ -115,6 +115,24 @@ def test_a_quick_run_is_never_a_views_source(documents: dict[str, Any]) -> None:
     assert tables.newest(both, tables.is_server_run) == name
 
 
+@pytest.mark.parametrize("missing", ["a server", "a route", "a peer"])
+def test_a_server_run_of_less_than_the_full_set_is_never_the_readmes(
+    documents: dict[str, Any], missing: str
+) -> None:
+    name = tables.newest(documents, tables.is_server_run)
+    partial = copy.deepcopy(documents[name])
+    partial["run"]["date"] = "2999-01-01"
+    servers = partial["servers"]
+    if missing == "a server":
+        servers.pop("granian")
+    elif missing == "a route":
+        servers["uvicorn"]["routes"].pop("city-validate")
+    else:
+        servers["granian"]["routes"]["two-get"]["summary"].pop("blacksheep")
+    both = {**documents, "server-partial.json": partial}
+    assert tables.newest(both, tables.is_server_run) == name
+
+
 def test_check_fails_on_a_stale_table_and_writing_fixes_it(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     shutil.copytree(ROOT / "bench" / "results", tmp_path / "bench" / "results")
