@@ -599,13 +599,23 @@ def render_file(document: Doc) -> Rendered:
 # --- the README's views --------------------------------------------------------------------
 
 
+# What a city run must have measured to be the README's table, as for server runs below.
+FULL_CITY_ROUTES = ("validate", "list", "search", "get")
+FULL_CITY_VARIANTS = ("compiled", "pure", "upstream", "pydantic", "litestar", "blacksheep", "bare")
+
+
 def is_city_run(document: Doc) -> bool:
     config = document.get("config", {})
-    return (
-        document.get("benchmark") == "micro"
-        and not any(config.get(key) for key in ("stream", "deps", "routers", "quick"))
-        and "get" in document.get("routes", {})
-    )
+    if document.get("benchmark") != "micro" or any(
+        config.get(key) for key in ("stream", "deps", "routers", "quick")
+    ):
+        return False
+    routes = document.get("routes", {})
+    for route in FULL_CITY_ROUTES:
+        measured = routes.get(route, {}).get("summary", {})
+        if not all(variant in measured for variant in FULL_CITY_VARIANTS):
+            return False
+    return True
 
 
 # What a server run must have measured to be the README's table: a run of fewer (a

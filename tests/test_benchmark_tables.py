@@ -133,6 +133,21 @@ def test_a_server_run_of_less_than_the_full_set_is_never_the_readmes(
     assert tables.newest(both, tables.is_server_run) == name
 
 
+@pytest.mark.parametrize("missing", ["a route", "a peer"])
+def test_a_city_run_of_less_than_the_full_set_is_never_the_readmes(
+    documents: dict[str, Any], missing: str
+) -> None:
+    name = tables.newest(documents, tables.is_city_run)
+    partial = copy.deepcopy(documents[name])
+    partial["run"]["date"] = "2999-01-01"
+    if missing == "a route":
+        partial["routes"].pop("search")
+    else:
+        partial["routes"]["get"]["summary"].pop("upstream")
+    both = {**documents, "micro-cities-partial.json": partial}
+    assert tables.newest(both, tables.is_city_run) == name
+
+
 def test_check_fails_on_a_stale_table_and_writing_fixes_it(tmp_path: Path) -> None:
     (tmp_path / "docs").mkdir()
     shutil.copytree(ROOT / "bench" / "results", tmp_path / "bench" / "results")
