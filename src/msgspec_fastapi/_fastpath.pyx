@@ -1,5 +1,6 @@
 # cython: language_level=3
 # cython: embedsignature=True
+# cython: freethreading_compatible=True
 """The request path, compiled: the contract of `_fastpath_py.py`, which documents it.
 
 This file mirrors the pure twin: the same definitions in the same order under the same

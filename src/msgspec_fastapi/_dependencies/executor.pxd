@@ -64,6 +64,6 @@ cdef class DependencyRoute:
     cdef public object delegated
     cdef public bint has_body
     cdef public bint checks_length
-    cdef public tuple plans
+    cdef public list plans
 
     cpdef object plan_for(self, object overrides)

@@ -1,3 +1,4 @@
+# cython: freethreading_compatible=True
 """The request path of a route with dependencies: the direct tier's ASGI app for it.
 
 `DependencyRoute(runtime, plan, ...)` executes the route's `_dependencies.plan.DepPlan` per request
@@ -296,8 +297,10 @@ class DependencyRoute:
         # Where the request path enforces the body limit (FastAPI before 0.164).
         self.checks_length = route_plan.max_body_size >= 0
         # The latest used first. A tuple, replaced whole and never changed in place: a
-        # request in another thread keeps reading the one it took (see `plan_for`).
-        self.plans: tuple[tuple[tuple[tuple[Any, Any], ...], Program | None], ...] = ()
+        # request in another thread keeps reading the one it took (see `plan_for`). It is
+        # kept in a cell that is never replaced, so that a free-threaded build reads it
+        # with a reference taken safely while another thread stores a new tuple.
+        self.plans: list[tuple[tuple[tuple[tuple[Any, Any], ...], Program | None], ...]] = [()]
 
     def plan_for(self, overrides: Any) -> Program | None:
         """The plan under these overrides: a recent one whose lookups all resolve as they
@@ -306,7 +309,7 @@ class DependencyRoute:
         Requests on other threads (other event loops) may look at the same time: each
         reads the tuple once and publishes a new one, so the worst a race does is lose
         one's reordering or its new plan, which is built again when next needed."""
-        plans = self.plans
+        plans = self.plans[0]
         for i in range(len(plans)):
             probes, program = plans[i]
             holds = True
@@ -319,14 +322,14 @@ class DependencyRoute:
                     return None
             if holds:
                 if i:
-                    self.plans = (plans[i], *plans[:i], *plans[i + 1 :])
+                    self.plans[0] = (plans[i], *plans[:i], *plans[i + 1 :])
                 return program
         try:
             plan, probes = self.build(overrides)
         except Exception:  # whatever FastAPI makes of these overrides, it makes per request
             return None
         program = None if plan is None else Program(plan)
-        self.plans = ((probes, program), *plans[: PLANS_PER_ROUTE - 1])
+        self.plans[0] = ((probes, program), *plans[: PLANS_PER_ROUTE - 1])
         return program
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

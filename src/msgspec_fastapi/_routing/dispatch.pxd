@@ -109,8 +109,8 @@ cdef object dispatch(tuple selected, dict scope, receive, send)
 
 
 cdef class AppDispatcher:
+    cdef public list current
     cdef public object fallback
-    cdef public object index
     cdef public object installed_on
     cdef public object rebuild
 

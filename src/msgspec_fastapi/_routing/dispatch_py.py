@@ -1,4 +1,5 @@
 # cython: annotation_typing=False
+# cython: freethreading_compatible=True
 """Routing per request: which route a request goes to, for both implementations.
 
 Written once: the pure twin (`_fastpath_py`) runs this file as Python, and the compiled
@@ -330,22 +331,25 @@ class AppDispatcher:
     `fallback` is FastAPI's own loop, `rebuild()` builds the index of the current table.
     """
 
-    __slots__ = ("fallback", "index", "installed_on", "rebuild")
+    __slots__ = ("current", "fallback", "installed_on", "rebuild")
 
     def __init__(self, router: Any, fallback: Any, rebuild: Any) -> None:
         self.installed_on = router
         self.fallback = fallback
         self.rebuild = rebuild
-        self.index: RouteIndex | None = None
+        # The index in a cell that is never replaced: on a free-threaded build a list item
+        # is read with a reference taken safely while another thread stores a new index.
+        self.current: list[RouteIndex | None] = [None]
 
     def current_index(self) -> RouteIndex:
-        index = self.index
+        index = self.current[0]
         if (
             index is None
             or index.generation != ROUTES_GENERATION.value
             or self.installed_on.routes != index.snapshot
         ):
-            index = self.index = self.rebuild()
+            index = self.rebuild()
+            self.current[0] = index
         return index
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:

@@ -1,3 +1,4 @@
+# cython: freethreading_compatible=True
 """The application's entry: FastAPI's default application layers as one ASGI app.
 
 FastAPI wraps every request in ServerErrorMiddleware, ExceptionTelemetryMiddleware,
