@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
 from typing import Annotated, Any
 
 import pydantic
@@ -67,3 +71,17 @@ def tier_router(twin: Twin, tier: str = "direct", **options: Any) -> MsgspecRout
 def assert_tier(router: MsgspecRouter, tier: str) -> None:
     """Every route of `router` runs on `tier`."""
     assert [route.tier for route in router.routes] == [tier] * len(router.routes)
+
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+def load_bench_script(filename: str) -> ModuleType:
+    """A script of bench/ imported as the module `bench_<stem>`, registered in sys.modules
+    as an import would be (its dataclasses look themselves up there)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{Path(filename).stem}", BENCH / filename)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module

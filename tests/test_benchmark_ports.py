@@ -4,25 +4,11 @@ the requests between them: one variant's requests answered by another's app."""
 
 from __future__ import annotations
 
-import importlib.util
 import socket
-import sys
-from pathlib import Path
-from types import ModuleType
 
-COMMON = Path(__file__).resolve().parent.parent / "bench" / "common.py"
+from support import load_bench_script
 
-
-def _load_common() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_common", COMMON)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-common = _load_common()
+common = load_bench_script("common.py")
 
 
 def test_ports_handed_out_together_are_distinct() -> None:

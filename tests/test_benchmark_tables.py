@@ -5,30 +5,17 @@ the script only formats the files."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import shutil
-import sys
+from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from support import load_bench_script
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "bench" / "tables.py"
-
-
-def _load_tables() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_tables", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-tables = _load_tables()
+tables = load_bench_script("tables.py")
 PAGES = tables.pages(ROOT)
 
 
@@ -96,10 +83,18 @@ def test_a_file_without_its_load_says_load_not_recorded(documents: dict[str, Any
     assert "load not recorded" in tables.render(name, {name: document})
 
 
-def test_a_view_takes_the_newest_file_of_its_kind(documents: dict[str, Any]) -> None:
-    name = tables.newest(documents, tables.is_city_run)
+def _newer_copy(
+    documents: dict[str, Any], wanted: Callable[[Any], bool]
+) -> tuple[str, dict[str, Any]]:
+    """The newest file of the kind `wanted` accepts, and a copy of it dated later."""
+    name = tables.newest(documents, wanted)
     newer = copy.deepcopy(documents[name])
     newer["run"]["date"] = "2999-01-01"
+    return name, newer
+
+
+def test_a_view_takes_the_newest_file_of_its_kind(documents: dict[str, Any]) -> None:
+    _, newer = _newer_copy(documents, tables.is_city_run)
     newer["routes"]["get"]["summary"]["compiled"]["median_us"] = 12345.6
     both = {**documents, "micro-cities-newer.json": newer}
     assert tables.newest(both, tables.is_city_run) == "micro-cities-newer.json"
@@ -107,9 +102,7 @@ def test_a_view_takes_the_newest_file_of_its_kind(documents: dict[str, Any]) -> 
 
 
 def test_a_quick_run_is_never_a_views_source(documents: dict[str, Any]) -> None:
-    name = tables.newest(documents, tables.is_server_run)
-    quick = copy.deepcopy(documents[name])
-    quick["run"]["date"] = "2999-01-01"
+    name, quick = _newer_copy(documents, tables.is_server_run)
     quick["config"]["quick"] = True
     both = {**documents, "server-quick.json": quick}
     assert tables.newest(both, tables.is_server_run) == name
@@ -119,9 +112,7 @@ def test_a_quick_run_is_never_a_views_source(documents: dict[str, Any]) -> None:
 def test_a_server_run_of_less_than_the_full_set_is_never_the_readmes(
     documents: dict[str, Any], missing: str
 ) -> None:
-    name = tables.newest(documents, tables.is_server_run)
-    partial = copy.deepcopy(documents[name])
-    partial["run"]["date"] = "2999-01-01"
+    name, partial = _newer_copy(documents, tables.is_server_run)
     servers = partial["servers"]
     if missing == "a server":
         servers.pop("granian")
@@ -137,9 +128,7 @@ def test_a_server_run_of_less_than_the_full_set_is_never_the_readmes(
 def test_a_city_run_of_less_than_the_full_set_is_never_the_readmes(
     documents: dict[str, Any], missing: str
 ) -> None:
-    name = tables.newest(documents, tables.is_city_run)
-    partial = copy.deepcopy(documents[name])
-    partial["run"]["date"] = "2999-01-01"
+    name, partial = _newer_copy(documents, tables.is_city_run)
     if missing == "a route":
         partial["routes"].pop("search")
     else:
