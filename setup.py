@@ -35,7 +35,12 @@ def report(message):
 
 # Modules written once in Python and compiled under their plain name from `name_py.py`,
 # typed by `name.pxd` beside it; the pure build imports `name_py` itself (see `_select`).
-ONE_SOURCE = ("_dependencies.executor", "_routing.dispatch", "_routing.entry")
+ONE_SOURCE = (
+    "_dependencies.executor",
+    "_errors.jsonscan",
+    "_routing.dispatch",
+    "_routing.entry",
+)
 
 
 def one_source(name):

@@ -37,8 +37,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from support import delegating_dependency
 from twins import Twin
 
-from msgspec_fastapi import include_router
+from msgspec_fastapi import _select, include_router
 from msgspec_fastapi._compat import body_null_is_missing
+from msgspec_fastapi.router import json_scan
 
 CASES = int(os.environ.get("MSGSPEC_FASTAPI_ERROR_CASES", "300"))
 SEED = 20261203
@@ -589,6 +590,34 @@ def test_malformed_json_is_fastapis_json_invalid(twin: Twin) -> None:
             }
         ]
     }
+
+
+MALFORMED_BODIES = {
+    "cut short after text that is not ASCII": '{"req": 1, "f_str": "Zürich \U0001f600",'.encode(),
+    "a byte-order mark first": b'\xef\xbb\xbf{"req": 1,',
+    "a comma before the closing brace": b'{"req": 1,}',
+    "a bad escape": b'{"req": 1, "f_str": "a\\qb"}',
+    "nested deeper than the scan follows": b'{"req": 1, "f_list": ' + b"[" * 70 + b"1,",
+    "an integer longer than a digit limit may be": b'{"req": ' + b"7" * 700 + b",",
+}
+
+
+def test_a_route_scans_malformed_json_with_its_twins_build(twin: Twin) -> None:
+    # The compiled twin's routes scan with the compiled scan; the pure twin's ask json.loads.
+    scan = json_scan(twin.module)
+    if twin.name == "compiled":
+        compiled = _select.load(_select.JSONSCAN, "compiled")
+        assert compiled is not None
+        assert scan is compiled.syntax_error
+    else:
+        assert scan is None
+
+
+@pytest.mark.parametrize("body", MALFORMED_BODIES.values(), ids=list(MALFORMED_BODIES))
+def test_malformed_json_fails_as_in_fastapi(twin: Twin, body: bytes) -> None:
+    expected = _answer(fastapi_client(), "/one", body)
+    assert expected[0] in (400, 422)
+    assert _answer(msgspec_client(twin), "/one", body) == expected
 
 
 @pytest.mark.parametrize(

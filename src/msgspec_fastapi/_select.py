@@ -28,8 +28,9 @@ TWIN = "_fastpath"
 EXECUTOR = "_dependencies.executor"
 DISPATCH = "_routing.dispatch"
 ENTRY = "_routing.entry"
+JSONSCAN = "_errors.jsonscan"
 # Every pair: a build with the extensions has each compiled module.
-PAIRS = (TWIN, EXECUTOR, DISPATCH, ENTRY)
+PAIRS = (TWIN, EXECUTOR, DISPATCH, ENTRY, JSONSCAN)
 
 _FORCE_PURE = os.environ.get("MSGSPEC_FASTAPI_PURE") == "1"
 
@@ -90,6 +91,7 @@ __all__ = [
     "EXECUTOR",
     "IMPLEMENTATION",
     "IMPLEMENTATIONS",
+    "JSONSCAN",
     "PAIRS",
     "TWIN",
     "companion",

@@ -60,6 +60,7 @@ from ._endpoint.plan import (
 from ._endpoint.telemetry import traced_handler
 from ._errors.pydantic_style import (
     FastAPIBodyErrors,
+    JsonScan,
     ModelErrors,
     NoEquivalent,
     ResponseErrors,
@@ -182,20 +183,30 @@ def _direct_plan(spec: EndpointSpec, output: OutputPlan | None, target: Any) -> 
     return DirectPlan(spec.endpoint, spec.is_coroutine, params, body_name)
 
 
-def fastapi_errors_body(body: BodyPlan) -> BodyPlan:
+def json_scan(twin: ModuleType) -> JsonScan | None:
+    """How a route on `twin` finds where Python's `json` refuses a body: the compiled
+    twin with `_errors.jsonscan` compiled; the pure twin asks `json.loads` itself (None),
+    whose C scanner is quicker than that module run as Python."""
+    if not _select.is_compiled(twin):
+        return None
+    scan: JsonScan = _select.companion(_select.JSONSCAN, twin).syntax_error
+    return scan
+
+
+def fastapi_errors_body(body: BodyPlan, scan: JsonScan | None) -> BodyPlan:
     """A body plan answering failures as FastAPI does (`_errors.pydantic_style`): decoded
     in msgspec's lax mode, reported with Pydantic's errors; MessagePack bodies too, a
-    malformed one as a 422 `msgpack_invalid`."""
+    malformed one as a 422 `msgpack_invalid`. `scan` is the route's `json_scan`."""
     msgpack: dict[str, Any] = {}
     if body.msgpack_decoder is not None and body.report_invalid_msgpack is not None:
         msgpack["msgpack_decoder"] = msgspec.msgpack.Decoder(type=body.decode_type, strict=False)
         msgpack["report_invalid_msgpack"] = FastAPIBodyErrors(
-            body.decode_type, body.report_invalid_msgpack
+            body.decode_type, body.report_invalid_msgpack, scan
         )
     return replace(
         body,
         decoder=msgspec.json.Decoder(type=body.decode_type, strict=False),
-        report_invalid=FastAPIBodyErrors(body.decode_type, body.report_invalid),
+        report_invalid=FastAPIBodyErrors(body.decode_type, body.report_invalid, scan),
         **msgpack,
     )
 
@@ -413,7 +424,7 @@ class MsgspecRoute(APIRoute):
             spec.form is None and respond_as == _RESPOND_MSGSPEC and not (own_handler or wrapped)
         )
         if body is not None and fastapi_errors:
-            body = fastapi_errors_body(body)
+            body = fastapi_errors_body(body, json_scan(self.twin))
         if output is not None and fastapi_errors:
             output = fastapi_errors_output(output)
         plan = RoutePlan(

@@ -18,8 +18,9 @@ Where Pydantic accepts what msgspec refused (a base64 string for bytes, say: Pyd
 takes a string's UTF-8 bytes), or a type has no Pydantic equivalent here (array-like or
 tagged Structs, recursive Structs), the report falls back to msgspec's
 (`_errors.validation.BodyErrors`). A body that is not JSON is FastAPI's 422
-`json_invalid` at the character Python's `json` stopped at; one that is not UTF-8 is
-FastAPI's 400. Nothing here runs for a body that decodes.
+`json_invalid` at the character Python's `json` stops at (found, on the compiled twin,
+by `_errors.jsonscan` without building the values `json.loads` builds first); one that
+is not UTF-8 is FastAPI's 400. Nothing here runs for a body that decodes.
 
 Parameters: a converter that fails hands the value to FastAPI's own validation of the
 parameter (`fastapi_parameter_errors`); a query, header, cookie or form model's failure is
@@ -132,12 +133,41 @@ def _model(cls: type[msgspec.Struct], models: dict[type, Any]) -> Any:
     return model
 
 
-def json_invalid(raw: bytes, failed: BaseException | None = None) -> Exception:
+# `_errors.jsonscan.syntax_error`: where, and why, Python's `json` refuses UTF-8 bytes.
+JsonScan = Callable[[bytes, int], "tuple[str, int] | None"]
+
+
+def scanned_error(raw: bytes, scan: JsonScan | None) -> json.JSONDecodeError | None:
+    """The `JSONDecodeError` `json.loads(raw)` raises, found by `scan` without reading
+    `raw` to values; None where there is no scan, where `raw` is not UTF-8 (Python's
+    `json` reads it, or raises something else), or where the scan cannot tell."""
+    if scan is None:
+        return None
+    encoding = json.detect_encoding(raw)
+    if encoding != "utf-8" and encoding != "utf-8-sig":
+        return None
+    try:
+        # The error carries the text, as Python's `json` gives it.
+        text = raw.decode(encoding, "surrogatepass")
+    except UnicodeDecodeError:
+        return None
+    found = scan(raw, 3 if encoding == "utf-8-sig" else 0)
+    if found is None:
+        return None
+    return json.JSONDecodeError(found[0], text, found[1])
+
+
+def json_invalid(
+    raw: bytes, failed: BaseException | None = None, scan: JsonScan | None = None
+) -> Exception:
     """What FastAPI answers for a body msgspec found malformed: its 422 `json_invalid`
     where Python's `json` fails too, its 400 where the body is not text, and msgspec's
     400 where Python's `json` reads it (NaN, Infinity). `failed` is what Python's `json`
-    raised for `raw` already, if it was run: it is not run twice."""
+    raised for `raw` already, if it was run: it is not run twice. Otherwise `scan`, where
+    the route has one, finds Python's `json`'s error first (`scanned_error`)."""
     try:
+        if failed is None:
+            failed = scanned_error(raw, scan)
         if failed is not None:
             raise failed
         json.loads(raw)
@@ -157,17 +187,21 @@ def json_invalid(raw: bytes, failed: BaseException | None = None) -> Exception:
     return malformed_json(ValueError("not JSON msgspec can read"))
 
 
-def _read_json(raw: bytes) -> Any:
+def _read_json(raw: bytes, scan: JsonScan | None = None) -> Any:
     """`raw` read to the value FastAPI reads with Python's `json`. msgspec's untyped decode,
     the cheaper of the two, reads it first: it refuses whatever Python's `json` refuses
     (and some that `json` takes: `NaN`, lone surrogates, numbers out of a float's range, a
-    byte-order mark), and what it takes it reads to the same value. Only what it refuses
-    is read again by Python's `json`, for the value or for FastAPI's `json_invalid`."""
+    byte-order mark), and what it takes it reads to the same value. What it refuses is
+    scanned (where the route has `scan`) for FastAPI's `json_invalid`, and read again by
+    Python's `json` for the value, or the error, where the scan finds none."""
     try:
         return msgspec.json.decode(raw)
     except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
         # msgspec 0.22 reports invalid UTF-8 as UnicodeDecodeError, later ones as DecodeError.
         pass
+    failed = scanned_error(raw, scan)
+    if failed is not None:
+        raise json_invalid(raw, failed) from None
     try:
         return json.loads(raw)
     except (ValueError, RecursionError) as failed:
@@ -195,13 +229,17 @@ class FastAPIBodyErrors:
     Its `fallback` is msgspec's report for the same body, used where Pydantic finds
     nothing wrong or no Pydantic type could be made. A MessagePack body is validated as
     the JSON it would be (`json_ready`); one holding what JSON cannot (a map with
-    non-string keys) keeps msgspec's report.
+    non-string keys) keeps msgspec's report. `scan`, on routes of the compiled twin,
+    finds FastAPI's `json_invalid` in a malformed body without reading it to values.
     """
 
-    __slots__ = ("adapters", "fallback", "msgpack", "parts")
+    __slots__ = ("adapters", "fallback", "msgpack", "parts", "scan")
 
-    def __init__(self, decode_type: Any, fallback: BodyErrors) -> None:
+    def __init__(
+        self, decode_type: Any, fallback: BodyErrors, scan: JsonScan | None = None
+    ) -> None:
         self.fallback = fallback
+        self.scan = scan
         self.parts = fallback.parts
         self.msgpack = fallback.msgpack
         # The whole body's adapter under key None, else one per embedded part's key.
@@ -228,7 +266,7 @@ class FastAPIBodyErrors:
             return msgpack_invalid(exc)
         if self.adapters is None:
             return malformed_json(exc)
-        return json_invalid(raw)
+        return json_invalid(raw, scan=self.scan)
 
     def __call__(self, exc: msgspec.ValidationError, raw: bytes) -> Exception:
         """The 422 for `raw`, which failed with `exc`; raises FastAPI's answer for a body
@@ -251,7 +289,7 @@ class FastAPIBodyErrors:
                 if value is None:  # a map with keys JSON cannot have
                     return self.fallback(exc, raw)
         else:
-            value = _read_json(raw)
+            value = _read_json(raw, self.scan)
             if nests_deeper_than(raw, value, False):
                 # Deeper than FastAPI's handler can encode as an error's input.
                 raise nested_too_deeply()
