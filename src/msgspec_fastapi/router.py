@@ -201,7 +201,7 @@ def fastapi_errors_body(body: BodyPlan, scan: JsonScan | None) -> BodyPlan:
     if body.msgpack_decoder is not None and body.report_invalid_msgpack is not None:
         msgpack["msgpack_decoder"] = msgspec.msgpack.Decoder(type=body.decode_type, strict=False)
         msgpack["report_invalid_msgpack"] = FastAPIBodyErrors(
-            body.decode_type, body.report_invalid_msgpack, scan
+            body.decode_type, body.report_invalid_msgpack
         )
     return replace(
         body,

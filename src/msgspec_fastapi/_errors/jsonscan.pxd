@@ -34,7 +34,7 @@ cdef Py_ssize_t _skip_space(bytes text, Py_ssize_t idx, Py_ssize_t n) except -1
 cdef Py_ssize_t _key_end(bytes text, Py_ssize_t idx, Py_ssize_t n) except -1
 
 
-@cython.locals(begin=Py_ssize_t, next=Py_ssize_t, c=int, unit=long, second=long)
+@cython.locals(begin=Py_ssize_t, at=Py_ssize_t, c=int, unit=long, second=long)
 cdef Py_ssize_t _string_end(bytes text, Py_ssize_t end, Py_ssize_t n) except -1
 
 

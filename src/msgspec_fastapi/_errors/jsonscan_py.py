@@ -12,12 +12,13 @@ returns the same message and position without building anything.
 
 It answers None where `json.loads` raises no `JSONDecodeError` (the document is valid to
 Python's `json`, which also takes `NaN` and `Infinity`) or where the walk cannot be sure
-of `json.loads`'s answer: an integer longer than any digit limit Python may be set to
-(`json.loads` raises `ValueError` there), or nesting deeper than `MAX_DEPTH`, where
-`json.loads` may run out of recursion first. The caller then runs `json.loads` itself.
+of `json.loads`'s answer: an integer written in more characters than the lowest digit
+limit Python may be set to (`json.loads` may raise `ValueError` there), or nesting
+deeper than `MAX_DEPTH`, where `json.loads` may run out of recursion first. The caller
+then runs `json.loads` itself.
 
-The interpreter's own scanner decides two things that vary by Python version, probed once
-here: whether a comma before `]` or `}` has a message of its own (3.13 and later).
+One thing varies by Python version, and is probed once here from the interpreter's own
+scanner: whether a comma before `]` or `}` has a message of its own (3.13 and later).
 
 One source: compiled by Cython as `_errors.jsonscan` (with `jsonscan.pxd`) for routes on
 the compiled twin. Routes on the pure twin call `json.loads`, whose C scanner is quicker
@@ -198,33 +199,33 @@ def _string_end(text: bytes, end: int, n: int) -> int:
     """Past the closing quote of the string whose text starts at `end`."""
     begin = end - 1
     while True:
-        next = end
+        at = end
         c = 0
-        while next < n:
-            c = text[next]
+        while at < n:
+            c = text[at]
             if c in (QUOTE, BACKSLASH):
                 break
             if c <= LAST_CONTROL:
-                raise Refused(CONTROL_CHARACTER, next)
-            next += 1
-        if next >= n:
+                raise Refused(CONTROL_CHARACTER, at)
+            at += 1
+        if at >= n:
             raise Refused(UNTERMINATED, begin)
         if c == QUOTE:
-            return next + 1
-        next += 1
-        if next == n:
+            return at + 1
+        at += 1
+        if at == n:
             raise Refused(UNTERMINATED, begin)
-        c = text[next]
+        c = text[at]
         if c != LOWER_U:
-            end = next + 1
+            end = at + 1
             if not _is_simple_escape(c):
                 raise Refused(INVALID_ESCAPE, end - 2)
             continue
-        next += 1
-        end = next + 4
+        at += 1
+        end = at + 4
         if end >= n:
-            raise Refused(INVALID_UNICODE_ESCAPE, next - 1)
-        unit = _hex4(text, next, end)
+            raise Refused(INVALID_UNICODE_ESCAPE, at - 1)
+        unit = _hex4(text, at, end)
         # A high surrogate takes a low one escaped right after it; else the pair is two.
         if (
             0xD800 <= unit <= 0xDBFF
