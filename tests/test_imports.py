@@ -46,6 +46,7 @@ PER_REQUEST = {
     "_errors.validation",
     "_routing.entry_py",
     "_errors.pydantic_style",
+    "_errors.jsonscan_py",
 }
 # FastAPI's internals, read by both sides, and the subpackages (their docstrings say what
 # each holds).
