@@ -10,13 +10,17 @@ anyio cancel scope that the dependency or the endpoint cancels at a chosen momen
 compares what each saw: the generator's set-up and teardown, the exception thrown into
 it, whether its teardown ran to its end (FastAPI 0.165 shields it, 0.142.2 does not),
 which parts of a sync generator ran in a worker thread, the messages sent, and what left
-the app.
+the app. The tests at the end run the request in a plain asyncio task instead, as an ASGI
+server does, with native cancellation and with cancel scopes and task groups of the
+generators' and the application's own.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import gc
+import math
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -607,3 +611,240 @@ def test_generators_are_set_up_without_inspecting_their_callables_per_request(
         log = anyio.run(run, app, path)
         assert ("sent", "http.response.start", 200) in log
         assert ("sync teardown starts", True) in log
+
+
+# A request served from a task inside no anyio cancel scope (an ASGI server's own task,
+# not the test client's): what the generators see is FastAPI's, with native cancellation,
+# with cancel scopes the generators open themselves, and for a task the request starts in
+# a task group of the application's. FastAPI 0.165's cleanup scope is the request task's
+# current scope there, and a task started from the request belongs to it until started:
+# the direct tier enters it as FastAPI does, though its shield keeps nothing out.
+
+TASK: list[Any] = []
+SCOPES: list[anyio.CancelScope] = []
+
+
+def cancel_the_task() -> None:
+    LOG.append("task cancelled")
+    TASK[0].cancel()
+
+
+async def holds_a_scope_across_its_yield() -> AsyncIterator[str]:
+    """Opens a cancel scope before its yield and closes it after: another teardown may
+    cancel it, and the checkpoint after that teardown delivers the cancellation."""
+    with anyio.CancelScope() as scope:
+        SCOPES.append(scope)
+        try:
+            yield "scoped"
+        except BaseException as exc:
+            LOG.append(("scoped thrown in", type(exc).__name__))
+            raise
+        finally:
+            LOG.append("scoped teardown starts")
+            await anyio.sleep(0)
+            LOG.append("scoped teardown ends")
+    LOG.append(("scope cancelled caught", scope.cancelled_caught))
+
+
+async def cancels_the_held_scope() -> AsyncIterator[str]:
+    yield "canceller"
+    LOG.append("canceller teardown")
+    SCOPES[0].cancel()
+    LOG.append("canceller teardown ends")
+
+
+async def times_out_in_its_teardown() -> AsyncIterator[str]:
+    yield "deadline"
+    with anyio.move_on_after(0.01) as scope:
+        await anyio.sleep(1)
+    LOG.append(("teardown moved on", scope.cancelled_caught))
+
+
+async def run_in_a_plain_task(app: FastAPI, path: str) -> list[Any]:
+    """One GET to `app` in an asyncio task of its own, outside any anyio cancel scope, as
+    an ASGI server runs it; what happened, in order."""
+    gc.collect()
+    LOG.clear()
+    TASK.clear()
+    SCOPES.clear()
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"host", b"test")],
+        "client": ("127.0.0.1", 1),
+        "server": ("test", 80),
+    }
+    requested = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal requested
+        if not requested:
+            requested = True
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def send(message: dict[str, Any]) -> None:
+        LOG.append(("sent", message["type"], message.get("status")))
+
+    async def serve() -> None:
+        try:
+            await app(scope, receive, send)
+        except BaseException as exc:
+            LOG.append(("left the app", context_chain(exc)))
+            raise
+
+    task = asyncio.get_running_loop().create_task(serve())
+    TASK.append(task)
+    try:
+        await task
+    except BaseException as exc:
+        LOG.append(("escaped", type(exc).__name__))
+    gc.collect()
+    return list(LOG)
+
+
+def both_in_plain_tasks(twin: Twin, build: Callable[[APIRouter], None], path: str) -> list[Any]:
+    """`both`, each request in a plain asyncio task (`run_in_a_plain_task`)."""
+    ours = MsgspecRouter(route_class=twin.route_class)
+    theirs = APIRouter()
+    logs = []
+    for router in (ours, theirs):
+        build(router)
+        app = FastAPI()
+        app.include_router(router)
+        logs.append(asyncio.run(run_in_a_plain_task(app, path)))
+    assert {route.tier for route in ours.routes} == {"direct"}  # type: ignore[attr-defined]
+    assert logs[0] == logs[1]
+    return logs[0]
+
+
+def two_generators(router: APIRouter) -> None:
+    @router.get("/two")
+    async def two(a: Annotated[str, Depends(session)], b: Annotated[str, Depends(swallows)]) -> str:
+        return a + b
+
+
+def test_generators_in_a_plain_task_tear_down_as_in_fastapi(twin: Twin) -> None:
+    log = both_in_plain_tasks(twin, two_generators, "/two")
+    assert "teardown ends" in log
+
+
+def test_a_native_cancellation_while_the_endpoint_awaits_is_handled_as_in_fastapi(
+    twin: Twin,
+) -> None:
+    def build(router: APIRouter) -> None:
+        @router.get("/wait")
+        async def wait(s: Annotated[str, Depends(session)]) -> str:
+            cancel_the_task()
+            await anyio.sleep(1)
+            return s
+
+    log = both_in_plain_tasks(twin, build, "/wait")
+    assert ("thrown in", "CancelledError") in log
+
+
+async def cancelled_natively_in_teardown() -> AsyncIterator[str]:
+    yield "value"
+    LOG.append("teardown starts")
+    cancel_the_task()
+    await anyio.sleep(0.01)
+    LOG.append("teardown ends")
+
+
+def test_a_native_cancellation_during_a_teardown_is_handled_as_in_fastapi(twin: Twin) -> None:
+    def build(router: APIRouter) -> None:
+        @router.get("/late")
+        async def late(s: Annotated[str, Depends(cancelled_natively_in_teardown)]) -> str:
+            return s
+
+    log = both_in_plain_tasks(twin, build, "/late")
+    assert "teardown starts" in log
+
+
+def test_a_scope_cancelled_in_a_later_teardown_is_delivered_as_in_fastapi(twin: Twin) -> None:
+    """The later generator's teardown cancels the scope the earlier one holds across its
+    yield. FastAPI 0.165 delivers it at the checkpoint after that teardown, into the earlier
+    generator; FastAPI 0.142.2 has no checkpoint there, and the earlier teardown's own
+    `await` delivers it. Either way the scope catches it."""
+
+    def build(router: APIRouter) -> None:
+        @router.get("/held")
+        async def held(
+            a: Annotated[str, Depends(holds_a_scope_across_its_yield)],
+            b: Annotated[str, Depends(cancels_the_held_scope)],
+        ) -> str:
+            return a + b
+
+    log = both_in_plain_tasks(twin, build, "/held")
+    assert ("scope cancelled caught", True) in log
+
+
+def test_a_deadline_inside_a_teardown_in_a_plain_task_works_as_in_fastapi(twin: Twin) -> None:
+    def build(router: APIRouter) -> None:
+        @router.get("/deadline")
+        async def deadline(s: Annotated[str, Depends(times_out_in_its_teardown)]) -> str:
+            return s
+
+    log = both_in_plain_tasks(twin, build, "/deadline")
+    assert ("teardown moved on", True) in log
+
+
+APP_GROUP: list[Any] = []
+
+
+async def starts_and_cancels_its_group(*, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+    """Started from a request in the application's task group: until it reports started it
+    belongs to the request's current cancel scope, so the group's cancellation misses it
+    (under FastAPI 0.165's cleanup scope) or reaches it."""
+    LOG.append(("deadline before started", math.isinf(anyio.current_effective_deadline())))
+    APP_GROUP[0].cancel_scope.cancel()
+    try:
+        await anyio.sleep(0.01)
+        LOG.append("survived the group's cancellation")
+    except BaseException as exc:
+        LOG.append(("worker", type(exc).__name__))
+        raise
+    task_status.started()
+
+
+def test_a_task_started_from_a_plain_task_belongs_to_the_same_scope_as_in_fastapi(
+    twin: Twin,
+) -> None:
+    def build(router: APIRouter) -> None:
+        @router.get("/start")
+        async def start(s: Annotated[str, Depends(session)]) -> str:
+            try:
+                await APP_GROUP[0].start(starts_and_cancels_its_group)
+                LOG.append("start returned")
+            except BaseException as exc:
+                LOG.append(("start raised", type(exc).__name__))
+            return s
+
+    async def in_the_apps_group(app: FastAPI) -> list[Any]:
+        APP_GROUP.clear()
+        log: list[Any] = []
+        async with anyio.create_task_group() as group:  # the application's, not the request's
+            group.cancel_scope.deadline = anyio.current_time() + 1000
+            APP_GROUP.append(group)
+            with anyio.CancelScope(shield=True):
+                log = await run_in_a_plain_task(app, "/start")
+        return log
+
+    ours = MsgspecRouter(route_class=twin.route_class)
+    theirs = APIRouter()
+    logs = []
+    for router in (ours, theirs):
+        build(router)
+        app = FastAPI()
+        app.include_router(router)
+        logs.append(asyncio.run(in_the_apps_group(app)))
+    assert {route.tier for route in ours.routes} == {"direct"}  # type: ignore[attr-defined]
+    assert logs[0] == logs[1]
