@@ -23,6 +23,7 @@ import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager, AsyncExitStack
 from functools import cache, partial
+from types import ModuleType
 from typing import Annotated, Any, get_args, get_origin
 
 import anyio._core._eventloop as _anyio_eventloop
@@ -988,7 +989,9 @@ def telemetry_gate_parts(app: Any) -> tuple[Any, tuple[Any, ...]] | None:
         getter = getattr(api, name, None)
         namespace = getattr(getter, "__globals__", None)
         if (
-            type(config) is not dict
+            # A plain module's attribute is its `__dict__` entry, which the gate reads.
+            type(api) is not ModuleType
+            or type(config) is not dict
             or switch not in config
             or provider not in config
             or not isinstance(namespace, dict)
@@ -998,7 +1001,7 @@ def telemetry_gate_parts(app: Any) -> tuple[Any, tuple[Any, ...]] | None:
         ):
             return None
         key = environ.encodekey(variable)
-        kinds.append((switch, provider, api, name, getter, namespace, current, key))
+        kinds.append((switch, provider, vars(api), name, getter, namespace, current, key))
     original = native.enabled.__get__(telemetry)
     return telemetry, (original, config, tuple(kinds), data)
 

@@ -2,11 +2,27 @@
 # C declarations for `_routing.entry`, the compiled build of `entry_py.py`: the per-application
 # state of the entry becomes typed fields, read per request without a dict lookup.
 
+cimport cython
+
+cdef class TelemetryKind:
+    cdef public str switch
+    cdef public str provider
+    cdef public dict api
+    cdef public str name
+    cdef public object getter
+    cdef public dict namespace
+    cdef public str current
+    cdef public bytes variable
+
+
 cdef class TelemetryGate:
     cdef public object original
     cdef public dict config
     cdef public tuple kinds
     cdef public dict environ
+
+    @cython.locals(config=dict, kind=TelemetryKind)
+    cdef bint unconfigured(self)
 
 
 cdef class Tracker:

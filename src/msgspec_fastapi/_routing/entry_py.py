@@ -40,6 +40,36 @@ RESPONSE_START = "http.response.start"
 HANDLED_AFTER_START = "Caught handled exception, but response already started."
 
 
+class TelemetryKind:
+    """One OpenTelemetry kind as `TelemetryGate` reads it: the configuration's switch and
+    provider keys, the namespace of the module FastAPI calls the getter on (its
+    `__dict__`, which a module's attribute lookup reads first), the getter's name and the
+    getter, the getter's module globals and the name of its global provider there, and
+    the environment variable's key in `environ` (the dict behind `os.environ`)."""
+
+    __slots__ = ("api", "current", "getter", "name", "namespace", "provider", "switch", "variable")
+
+    def __init__(
+        self,
+        switch: str,
+        provider: str,
+        api: dict[str, Any],
+        name: str,
+        getter: Any,
+        namespace: dict[str, Any],
+        current: str,
+        variable: bytes,
+    ) -> None:
+        self.switch = switch
+        self.provider = provider
+        self.api = api
+        self.name = name
+        self.getter = getter
+        self.namespace = namespace
+        self.current = current
+        self.variable = variable
+
+
 class TelemetryGate:
     """FastAPI's per-request test of whether its native telemetry observes the request
     (`NativeTelemetry.enabled`), put in its place on the application's telemetry.
@@ -52,10 +82,7 @@ class TelemetryGate:
     unconfigured; the gate reads those facts directly (C dict lookups) and answers False
     when every kind is in that state. Any other state goes to FastAPI's own test.
 
-    `kinds` holds, per kind: the configuration's switch and provider keys, the module
-    FastAPI calls the getter on, the getter's name and the getter, the getter's module
-    globals and the name of its global provider there, and the environment variable's key
-    in `environ` (the dict behind `os.environ`).
+    `kinds` are the arguments of one `TelemetryKind` per kind.
     """
 
     __slots__ = ("config", "environ", "kinds", "original")
@@ -64,27 +91,34 @@ class TelemetryGate:
         self,
         original: Any,
         config: dict[str, Any],
-        kinds: tuple[tuple[str, str, Any, str, Any, dict[str, Any], str, bytes], ...],
+        kinds: tuple[tuple[str, str, dict[str, Any], str, Any, dict[str, Any], str, bytes], ...],
         environ: dict[bytes, bytes],
     ) -> None:
         self.original = original
         self.config = config
-        self.kinds = kinds
+        self.kinds = tuple([TelemetryKind(*kind) for kind in kinds])
         self.environ = environ
 
     def __call__(self) -> bool:
+        if self.unconfigured():
+            return False
+        return self.original()  # type: ignore[no-any-return]
+
+    def unconfigured(self) -> bool:
+        """Whether every kind is switched off or in the state FastAPI finds unconfigured;
+        False at the first kind that is not."""
         config = self.config
-        for switch, provider, api, name, getter, namespace, current, variable in self.kinds:
-            if not config[switch]:
+        for kind in self.kinds:
+            if not config[kind.switch]:
                 continue
             if (
-                config[provider] is not None
-                or getattr(api, name) is not getter
-                or namespace[current] is not None
-                or variable in self.environ
+                config[kind.provider] is not None
+                or kind.api.get(kind.name) is not kind.getter
+                or kind.namespace[kind.current] is not None
+                or kind.variable in self.environ
             ):
-                return self.original()  # type: ignore[no-any-return]
-        return False
+                return False
+        return True
 
 
 class Tracker:
