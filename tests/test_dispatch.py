@@ -687,6 +687,58 @@ def test_route_appended_to_app_routes_after_install_is_served(
     assert (b"content-length", b"4") in apps.check("GET", b"/late/f").headers
 
 
+def answering_router(kit: Kit, answer: str) -> MsgspecRouter:
+    router = kit.Router()
+
+    @router.get("/which")
+    async def which() -> str:
+        return answer
+
+    return router
+
+
+def test_routes_reordered_in_place_after_install_are_served_in_their_new_order(
+    twin: ModuleType,
+) -> None:
+    """The same number of routes, the same objects, another order: the index sees it."""
+
+    def build(kit: Kit) -> FastAPI:
+        app = FastAPI()
+        app.include_router(answering_router(kit, "first"))
+        app.include_router(answering_router(kit, "second"))
+        return app
+
+    def swap_the_last_two(app: FastAPI, kit: Kit) -> None:
+        routes = app.router.routes
+        routes[-1], routes[-2] = routes[-2], routes[-1]
+
+    apps = Apps(build, twin)
+    assert apps.check("GET", b"/which").body == b'"first"'
+    apps.change(swap_the_last_two)
+    assert apps.check("GET", b"/which").body == b'"second"'
+
+
+class EqualToAnything:
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = object.__hash__
+
+
+def test_the_route_list_is_unchanged_while_it_equals_the_snapshot(twin: ModuleType) -> None:
+    """List equality, as the index compared the lists before; the compiled twin first
+    compares the objects' addresses."""
+    a, b = object(), object()
+    routes = [a, b]
+    assert twin.routes_unchanged(routes, [a, b])
+    assert twin.routes_unchanged([], [])
+    assert not twin.routes_unchanged(routes, [a])
+    assert not twin.routes_unchanged(routes, [a, b, a])
+    assert not twin.routes_unchanged(routes, [b, a])
+    assert not twin.routes_unchanged(routes, [a, object()])
+    assert twin.routes_unchanged([a, EqualToAnything()], [a, EqualToAnything()])
+
+
 # -- scopes ----------------------------------------------------------------------------
 
 

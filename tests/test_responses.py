@@ -102,6 +102,23 @@ def test_content_length_matches_the_encoded_body(router: MsgspecRouter) -> None:
     assert response.content == msgspec.json.encode(City(name="Tromsø", population=1))
 
 
+@pytest.mark.parametrize("length", [2, 9, 10, 99, 100, 999, 1000, 65535, 100000])
+def test_content_length_is_written_in_decimal_at_every_digit_count(
+    router: MsgspecRouter, length: int
+) -> None:
+    """Lengths on both sides of each added digit: the compiled twin writes the header's
+    digits itself."""
+
+    @router.get("/text")
+    async def text() -> str:
+        return "x" * (length - 2)  # the JSON string's quotes make up the rest
+
+    response = client_for(router).get("/text")
+
+    assert len(response.content) == length
+    assert response.headers["content-length"] == str(length)
+
+
 def test_declared_struct_instance_is_encoded_without_revalidation(router: MsgspecRouter) -> None:
     @router.get("/city")
     async def city() -> City:

@@ -8,6 +8,12 @@ names (tests/test_twin_shape.py compares them). Every shared object (errors, con
 response class) is imported from Python modules, so the twins cannot disagree on them.
 """
 
+cimport cython
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.object cimport PyObject
+from cpython.sequence cimport PySequence_Fast_ITEMS
+from libc.string cimport memcmp
+
 from contextlib import suppress
 from copy import deepcopy
 from time import monotonic
@@ -86,6 +92,23 @@ cdef bytes ASCII_SPACE = b" \t\r\n\x0b\x0c"
 cdef object ValidationError = msgspec.ValidationError
 cdef object DecodeError = msgspec.DecodeError
 cdef object asdict = msgspec.structs.asdict
+
+
+def routes_unchanged(list routes, list snapshot):
+    """Whether `routes` still equals `snapshot`: see `_fastpath_py`. The two item arrays
+    are compared as memory first (the live list locked on a free-threaded build while it
+    is read): the same objects in order are equal lists."""
+    cdef Py_ssize_t count = len(routes)
+    cdef bint same
+    if count != len(snapshot):
+        return False
+    with cython.critical_section(routes):
+        same = count == len(routes) and memcmp(
+            PySequence_Fast_ITEMS(routes),
+            PySequence_Fast_ITEMS(snapshot),
+            <size_t>count * sizeof(PyObject*),
+        ) == 0
+    return same or routes == snapshot
 
 
 cpdef bint is_json_media_type(object value):
@@ -172,12 +195,27 @@ cdef inline bint body_allowed(int status_code):
     return status_code >= 200 and status_code not in BODYLESS_STATUSES
 
 
+cdef inline bytes decimal_bytes(Py_ssize_t n):
+    # The digits written into a buffer: a tenth of what str(n).encode() costs.
+    cdef char digits[24]
+    cdef Py_ssize_t at = 24
+    if n < 0:
+        return str(n).encode("latin-1")
+    while True:
+        at -= 1
+        digits[at] = <char>(48 + n % 10)
+        n //= 10
+        if n == 0:
+            break
+    return PyBytes_FromStringAndSize(digits + at, 24 - at)
+
+
 cdef inline list response_headers(int status_code, bytes body, tuple content_type, bint vary):
     cdef list headers
     if not body_allowed(status_code):
         headers = [content_type]
     else:
-        headers = [(CONTENT_LENGTH, str(len(body)).encode("latin-1")), content_type]
+        headers = [(CONTENT_LENGTH, decimal_bytes(len(body))), content_type]
     if vary:
         headers.append(VARY_ACCEPT)
     return headers

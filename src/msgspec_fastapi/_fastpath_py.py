@@ -135,6 +135,13 @@ DecodeError = msgspec.DecodeError
 asdict = msgspec.structs.asdict
 
 
+def routes_unchanged(routes: list[Any], snapshot: list[Any]) -> bool:
+    """Whether `routes` still equals `snapshot`: the route index's test, per request, that
+    the application's route list was not changed in place since the index was built from
+    it (`app.router.routes.append(...)`, a route replaced by position or reordered)."""
+    return routes == snapshot
+
+
 def is_json_media_type(value: bytes) -> bool:
     """`application/json` or `application/*+json`, any parameters, any letter case."""
     media = value.split(b";", 1)[0].strip(ASCII_SPACE).lower()
@@ -219,6 +226,11 @@ def body_allowed(status_code: int) -> bool:
     return status_code >= 200 and status_code not in BODYLESS_STATUSES
 
 
+def decimal_bytes(n: int) -> bytes:
+    """`n` in decimal, as the Content-Length header carries it."""
+    return str(n).encode("latin-1")
+
+
 def response_headers(
     status_code: int, body: bytes, content_type: tuple[bytes, bytes], vary: bool
 ) -> list[tuple[bytes, bytes]]:
@@ -226,7 +238,7 @@ def response_headers(
     if not body_allowed(status_code):
         headers = [content_type]
     else:
-        headers = [(CONTENT_LENGTH, str(len(body)).encode("latin-1")), content_type]
+        headers = [(CONTENT_LENGTH, decimal_bytes(len(body))), content_type]
     if vary:
         headers.append(VARY_ACCEPT)
     return headers

@@ -56,6 +56,7 @@ from ._endpoint.plan import (
     RoutePlan,
     embedded_body_plan,
     literal_path,
+    segment_template,
 )
 from ._endpoint.telemetry import traced_handler
 from ._errors.pydantic_style import (
@@ -464,7 +465,10 @@ class MsgspecRoute(APIRoute):
         context.endpoint = self.endpoint
         path_regex, convertors, endpoint, methods = _compat.included_match_data(context)
         literal = literal_path(path_regex, context.path_format)
-        matcher = self.twin.RouteMatcher(self, path_regex, literal, convertors, endpoint, methods)
+        segments = segment_template(path_regex, context.path_format, convertors)
+        matcher = self.twin.RouteMatcher(
+            self, path_regex, literal, segments, convertors, endpoint, methods
+        )
         setattr(context, MATCHER_ATTR, matcher)
 
     def _body_beside_fastapi(

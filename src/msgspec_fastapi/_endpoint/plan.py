@@ -25,6 +25,7 @@ from fastapi.sse import ServerSentEvent
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
+from starlette.convertors import IntegerConvertor, StringConvertor
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -193,6 +194,49 @@ def literal_path(path_regex: re.Pattern[str], path_format: str) -> str | None:
     if "{" in path_format or path_regex != re.compile("^" + re.escape(path_format) + "$"):
         return None
     return path_format
+
+
+# Segment-wide parameters the segment walk can test: `{name}` and `{name:int}`.
+_SEGMENT_PARAM = re.compile(r"\{([a-zA-Z_][a-zA-Z0-9_]*)\}")
+_SEGMENT_REGEXES = {StringConvertor: "[^/]+", IntegerConvertor: "[0-9]+"}
+
+# How a path with parameters splits on "/": the number of segments, each literal segment
+# (position, text), and each parameter (position, name, whether only ASCII digits match).
+SegmentTemplate = tuple[int, tuple[tuple[int, str], ...], tuple[tuple[int, str, bool], ...]]
+
+
+def segment_template(
+    path_regex: re.Pattern[str], path_format: str, convertors: dict[str, Any]
+) -> SegmentTemplate | None:
+    """The route's path as segments, when every parameter is a whole segment of Starlette's
+    string or integer kind and its regex is Starlette's for that shape.
+
+    Such a regex matches a path exactly when the path splits on "/" into as many segments,
+    each literal equal and each parameter's segment non-empty (all ASCII digits for an
+    integer), except for a path ending in a newline, which `$` also lets through and which
+    the matcher leaves to the regex. None for any other path (`{name:path}`, a parameter
+    inside a segment, a regex of another shape).
+    """
+    literals: list[tuple[int, str]] = []
+    params: list[tuple[int, str, bool]] = []
+    pattern: list[str] = []
+    for position, segment in enumerate(path_format.split("/")):
+        found = _SEGMENT_PARAM.fullmatch(segment)
+        if found is None:
+            if "{" in segment:
+                return None
+            literals.append((position, segment))
+            pattern.append(re.escape(segment))
+            continue
+        name = found.group(1)
+        convertor = convertors.get(name)
+        if convertor is None or _SEGMENT_REGEXES.get(type(convertor)) != convertor.regex:
+            return None
+        params.append((position, name, type(convertor) is IntegerConvertor))
+        pattern.append(f"(?P<{name}>{convertor.regex})")
+    if not params or path_regex != re.compile("^" + "/".join(pattern) + "$"):
+        return None
+    return len(literals) + len(params), tuple(literals), tuple(params)
 
 
 _TYPED_ENCODER = msgspec.json.Encoder()

@@ -33,12 +33,21 @@ cdef class RouteMatcher:
     cdef object path_regex
     cdef str literal_path
     cdef str literal_path_nl
+    cdef Py_ssize_t segment_count
+    cdef tuple literal_segments
+    cdef tuple param_segments
     cdef dict convertors
     cdef object endpoint
     cdef frozenset methods
 
-    @cython.locals(params=dict, child=dict)
     cpdef tuple match(self, dict scope)
+
+    @cython.locals(params=dict, child=dict)
+    cdef tuple match_path(self, dict scope, path, list segments)
+
+    @cython.locals(found=object, position=Py_ssize_t, literal=str, name=str, digits=bint,
+                   value=str, params=dict)
+    cdef dict path_params(self, str path, list segments)
 
 
 cdef object matched_context(dict scope)
@@ -91,15 +100,15 @@ cdef void collect(IndexNode node, list segments, Py_ssize_t i, list found) excep
 
 
 @cython.locals(found=list)
-cdef list candidates(RouteIndex index, str path)
+cdef list candidates(RouteIndex index, list segments)
 
 
 @cython.locals(kind=int, matcher=RouteMatcher, fastapi_scope=object, previous=object)
-cdef tuple match_entry(IndexEntry entry, dict scope)
+cdef tuple match_entry(IndexEntry entry, dict scope, path, list segments)
 
 
-@cython.locals(path=object, found=list, entries=list, entry=IndexEntry, partial=tuple,
-               match=object, child_scope=object, position=Py_ssize_t)
+@cython.locals(path=str, segments=list, found=list, entries=list, entry=IndexEntry,
+               partial=tuple, match=object, child_scope=object, position=Py_ssize_t)
 cdef tuple select(RouteIndex index, dict scope)
 
 
@@ -113,6 +122,7 @@ cdef class AppDispatcher:
     cdef public object fallback
     cdef public object installed_on
     cdef public object rebuild
+    cdef public object unchanged
 
     @cython.locals(index=RouteIndex)
     cpdef RouteIndex current_index(self)

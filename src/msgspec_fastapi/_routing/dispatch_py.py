@@ -6,7 +6,8 @@ Written once: the pure twin (`_fastpath_py`) runs this file as Python, and the c
 twin (`_fastpath`) runs it compiled by Cython as `_routing.dispatch`, typed by
 `dispatch.pxd` beside it. Each twin re-exports the names below that the package uses.
 
-- `RouteMatcher(route, path_regex, literal_path, convertors, endpoint, methods).match(scope)`
+- `RouteMatcher(route, path_regex, literal_path, segments, convertors, endpoint,
+  methods).match(scope)`
   is the router's test of whether a request is for an included route, run for every route
   the router tries (twice per request), with FastAPI's result.
 - `route_matches(route, scope)` and `route_handle(route, scope, receive, send)` are
@@ -71,9 +72,12 @@ class RouteMatcher:
         "endpoint",
         "literal_path",
         "literal_path_nl",
+        "literal_segments",
         "methods",
+        "param_segments",
         "path_regex",
         "route",
+        "segment_count",
     )
 
     def __init__(
@@ -81,6 +85,7 @@ class RouteMatcher:
         route: Any,
         path_regex: Any,
         literal_path: str | None,
+        segments: tuple[int, tuple[Any, ...], tuple[Any, ...]] | None,
         convertors: dict[str, Any],
         endpoint: Any,
         methods: Iterable[str],
@@ -90,6 +95,11 @@ class RouteMatcher:
         self.literal_path = literal_path
         # What the regex of a literal path also matches (see `_endpoint.plan.literal_path`).
         self.literal_path_nl = None if literal_path is None else literal_path + "\n"
+        # The path split on "/" in place of the regex (`_endpoint.plan.segment_template`);
+        # a count of 0 leaves every request to the regex.
+        self.segment_count = 0 if segments is None else segments[0]
+        self.literal_segments = () if segments is None else segments[1]
+        self.param_segments = () if segments is None else segments[2]
         # A StringConvertor returns its input, so only the others need calling.
         self.convertors = {k: c for k, c in convertors.items() if type(c) is not StringConvertor}
         self.endpoint = endpoint
@@ -99,15 +109,22 @@ class RouteMatcher:
         path = scope["path"]
         if scope.get("root_path"):
             path = get_route_path(scope)
+        return self.match_path(scope, path, None)
+
+    def match_path(
+        self, scope: Scope, path: str, segments: list[str] | None
+    ) -> tuple[Match, dict[str, Any]]:
+        """`match` of the request's route path, split on "/" where the caller has split it
+        (the index, for a path not ending in a newline)."""
+        params: dict[str, Any] | None
         if self.literal_path is not None:
             if path != self.literal_path and path != self.literal_path_nl:
                 return MATCH_NONE, {}
             params = {}
         else:
-            found = self.path_regex.match(path)
-            if found is None:
+            params = self.path_params(path, segments)
+            if params is None:
                 return MATCH_NONE, {}
-            params = found.groupdict()
             for key, convertor in self.convertors.items():
                 params[key] = convertor.convert(params[key])
         inherited = scope.get("path_params")
@@ -117,6 +134,29 @@ class RouteMatcher:
         if scope["method"] not in self.methods:
             return MATCH_PARTIAL, child
         return MATCH_FULL, child
+
+    def path_params(self, path: str, segments: list[str] | None) -> dict[str, Any] | None:
+        """The regex's named groups for `path`, or None where it does not match. Where the
+        route has a segment template, a path not ending in a newline is split on "/"
+        instead (or taken as `segments`): the same segments, literals equal, parameters
+        non-empty."""
+        if not self.segment_count or path.endswith("\n"):
+            found = self.path_regex.match(path)
+            return None if found is None else found.groupdict()
+        if segments is None:
+            segments = path.split("/")
+        if len(segments) != self.segment_count:
+            return None
+        for position, literal in self.literal_segments:
+            if segments[position] != literal:
+                return None
+        params = {}
+        for position, name, digits in self.param_segments:
+            value = segments[position]
+            if not value or (digits and not ascii_digits(value)):
+                return None
+            params[name] = value
+        return params
 
 
 def matched_context(scope: Scope) -> Any:
@@ -231,27 +271,25 @@ def collect(node: IndexNode, segments: list[str], i: int, found: list[int]) -> N
     found.extend(node.ends)
 
 
-def candidates(index: RouteIndex, path: str) -> list[int] | None:
-    """Positions of the routes that could match `path`, in registration order.
-
-    None where the index cannot narrow: a regex's `$` also matches before a final
-    newline, which a segment walk would not reproduce.
-    """
-    if path.endswith("\n"):
-        return None
+def candidates(index: RouteIndex, segments: list[str]) -> list[int]:
+    """Positions of the routes that could match a path split on "/" into `segments`, in
+    registration order."""
     found = list(index.always)
-    collect(index.root, path.split("/"), 0, found)
+    collect(index.root, segments, 0, found)
     if len(found) > 1:
         found.sort()
     return found
 
 
-def match_entry(entry: IndexEntry, scope: Scope) -> tuple[Any, dict[str, Any]]:
-    """FastAPI's test of one route, as its route loop would run it."""
+def match_entry(
+    entry: IndexEntry, scope: Scope, path: str, segments: list[str]
+) -> tuple[Any, dict[str, Any]]:
+    """FastAPI's test of one route, as its route loop would run it (`path` the request's
+    route path, `segments` it split on "/")."""
     kind = entry.kind
     if kind == ENTRY_MATCHER:
         matcher: RouteMatcher = entry.matcher
-        return matcher.match(scope)
+        return matcher.match_path(scope, path, segments)
     if kind == ENTRY_ROUTE:
         return entry.route.matches(scope)  # type: ignore[no-any-return]
     # An included APIRoute matches with its inclusion context in the scope, set and
@@ -279,16 +317,19 @@ def select(index: RouteIndex, scope: Scope) -> tuple[Any, Any, dict[str, Any]] |
     path = scope["path"]
     if scope.get("root_path"):
         path = get_route_path(scope)
-    found = candidates(index, path)
-    if found is None:
+    if path.endswith("\n"):
+        # A regex's `$` also matches before a final newline, which a segment walk would
+        # not reproduce: the index cannot narrow.
         return None
+    segments = path.split("/")
+    found = candidates(index, segments)
     entries = index.entries
     partial = None
     for position in found:
         entry = entries[position]
         if entry.kind == ENTRY_FALLBACK:
             return None
-        match, child_scope = match_entry(entry, scope)
+        match, child_scope = match_entry(entry, scope, path, segments)
         if match is MATCH_FULL:
             return match, entry, child_scope
         if match is MATCH_PARTIAL and partial is None:
@@ -328,15 +369,18 @@ def dispatch(
 class AppDispatcher:
     """The application router's route loop, through the index (see `install_dispatch`).
 
-    `fallback` is FastAPI's own loop, `rebuild()` builds the index of the current table.
+    `fallback` is FastAPI's own loop, `rebuild()` builds the index of the current table,
+    `unchanged(routes, snapshot)` (the twin's `routes_unchanged`) tells whether the
+    router's route list still holds what the index was built from.
     """
 
-    __slots__ = ("current", "fallback", "installed_on", "rebuild")
+    __slots__ = ("current", "fallback", "installed_on", "rebuild", "unchanged")
 
-    def __init__(self, router: Any, fallback: Any, rebuild: Any) -> None:
+    def __init__(self, router: Any, fallback: Any, rebuild: Any, unchanged: Any) -> None:
         self.installed_on = router
         self.fallback = fallback
         self.rebuild = rebuild
+        self.unchanged = unchanged
         # The index in a cell that is never replaced: on a free-threaded build a list item
         # is read with a reference taken safely while another thread stores a new index.
         self.current: list[RouteIndex | None] = [None]
@@ -346,7 +390,7 @@ class AppDispatcher:
         if (
             index is None
             or index.generation != ROUTES_GENERATION.value
-            or self.installed_on.routes != index.snapshot
+            or not self.unchanged(self.installed_on.routes, index.snapshot)
         ):
             index = self.rebuild()
             self.current[0] = index

@@ -24,7 +24,7 @@ def install_dispatch_with(app: FastAPI, twin: ModuleType) -> None:
         raise TypeError("install_dispatch needs FastAPI's own APIRouter as app.router")
     fallback = APIRouter.app.__get__(router)
     rebuild = partial(build_app_index, router, twin.INDEX_CLASSES)
-    dispatcher = twin.AppDispatcher(router, fallback, rebuild)
+    dispatcher = twin.AppDispatcher(router, fallback, rebuild, twin.routes_unchanged)
     _compat.replace_router_app(router, dispatcher)
     install_entry(app, _select.companion(_select.ENTRY, twin))
 
