@@ -718,6 +718,25 @@ def test_routes_reordered_in_place_after_install_are_served_in_their_new_order(
     assert apps.check("GET", b"/which").body == b'"second"'
 
 
+class RouteList(list[Any]):
+    """A list subclass put in place of the application's route list."""
+
+
+def test_a_route_list_replaced_by_a_list_subclass_is_served(twin: ModuleType) -> None:
+    def build(kit: Kit) -> FastAPI:
+        app = FastAPI()
+        app.include_router(answering_router(kit, "first"))
+        return app
+
+    def replace_the_list(app: FastAPI, kit: Kit) -> None:
+        app.router.routes = RouteList(app.router.routes)
+
+    apps = Apps(build, twin)
+    assert apps.check("GET", b"/which").body == b'"first"'
+    apps.change(replace_the_list)
+    assert apps.check("GET", b"/which").body == b'"first"'
+
+
 class EqualToAnything:
     def __eq__(self, other: object) -> bool:
         return True
@@ -737,6 +756,9 @@ def test_the_route_list_is_unchanged_while_it_equals_the_snapshot(twin: ModuleTy
     assert not twin.routes_unchanged(routes, [b, a])
     assert not twin.routes_unchanged(routes, [a, object()])
     assert twin.routes_unchanged([a, EqualToAnything()], [a, EqualToAnything()])
+    assert twin.routes_unchanged(RouteList(routes), [a, b])
+    assert not twin.routes_unchanged(RouteList(routes), [b, a])
+    assert not twin.routes_unchanged((a, b), [a, b])
 
 
 # -- scopes ----------------------------------------------------------------------------

@@ -708,6 +708,24 @@ def test_the_telemetry_gate_leaves_a_provider_named_in_the_environment_to_fastap
     assert gate() is False
 
 
+def test_the_telemetry_gate_takes_str_environment_keys_as_windows_has_them(
+    twin: Twin,
+) -> None:
+    """On Windows `os.environ` keeps str keys (upper case), on POSIX bytes."""
+    app, _ = gated_app(twin)
+    parts = _compat.telemetry_gate_parts(app)
+    assert parts is not None
+    _, config, kinds, _ = parts[1]
+    names = [kind[-1].decode().upper() for kind in kinds]
+    str_kinds = tuple((*kind[:-1], name) for kind, name in zip(kinds, names, strict=True))
+    environ: dict[str, str] = {}
+    entry = _select.companion(_select.ENTRY, twin.module)
+    gate = entry.TelemetryGate(lambda: "FastAPI's answer", config, str_kinds, environ)
+    assert gate() is False
+    environ[names[0]] = "some.provider"
+    assert gate() == "FastAPI's answer"
+
+
 # -- where FastAPI's stack stays ---------------------------------------------------------
 
 

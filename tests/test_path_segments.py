@@ -177,6 +177,17 @@ def test_another_method_is_a_partial_match_as_in_starlette(twin: Twin) -> None:
     matches_as_starlette(twin, "/cities/{id}", "/cities/7", method="POST")
 
 
+class PathText(str):
+    """A str subclass as the scope's path (a test client's or a middleware's)."""
+
+
+@pytest.mark.parametrize("path", ["/cities/7", "/cities/7\n", "/cities/", "/a/12/b/z/"])
+def test_a_str_subclass_path_matches_as_starlettes_regex(twin: Twin, path: str) -> None:
+    """The segment walk takes exact strings; anything else goes to the regex."""
+    matches_as_starlette(twin, "/cities/{id}", PathText(path))
+    matches_as_starlette(twin, "/a/{x:int}/b/{y}/", PathText(path))
+
+
 @pytest.mark.parametrize("name", TWIN_NAMES)
 def test_any_path_matches_as_starlettes_regex(name: str) -> None:
     twin = get_twin(name)

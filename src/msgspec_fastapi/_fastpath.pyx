@@ -94,20 +94,22 @@ cdef object DecodeError = msgspec.DecodeError
 cdef object asdict = msgspec.structs.asdict
 
 
-def routes_unchanged(list routes, list snapshot):
-    """Whether `routes` still equals `snapshot`: see `_fastpath_py`. The two item arrays
-    are compared as memory first (the live list locked on a free-threaded build while it
-    is read): the same objects in order are equal lists."""
-    cdef Py_ssize_t count = len(routes)
-    cdef bint same
-    if count != len(snapshot):
-        return False
-    with cython.critical_section(routes):
-        same = count == len(routes) and memcmp(
-            PySequence_Fast_ITEMS(routes),
-            PySequence_Fast_ITEMS(snapshot),
-            <size_t>count * sizeof(PyObject*),
-        ) == 0
+def routes_unchanged(routes, list snapshot):
+    """Whether `routes` still equals `snapshot`: see `_fastpath_py`. For a list, the two
+    item arrays are compared as memory first (the live list locked on a free-threaded
+    build while it is read): the same objects in order are equal lists."""
+    cdef Py_ssize_t count = len(snapshot)
+    cdef bint same = False
+    if type(routes) is list:
+        with cython.critical_section(routes):
+            same = count == len(routes) and (
+                count == 0
+                or memcmp(
+                    PySequence_Fast_ITEMS(routes),
+                    PySequence_Fast_ITEMS(snapshot),
+                    <size_t>count * sizeof(PyObject*),
+                ) == 0
+            )
     return same or routes == snapshot
 
 

@@ -45,9 +45,14 @@ cdef class RouteMatcher:
     @cython.locals(params=dict, child=dict)
     cdef tuple match_path(self, dict scope, path, list segments)
 
-    @cython.locals(found=object, position=Py_ssize_t, literal=str, name=str, digits=bint,
-                   value=str, params=dict)
-    cdef dict path_params(self, str path, list segments)
+    cdef dict path_params(self, path, list segments)
+
+    @cython.locals(found=object)
+    cdef dict regex_params(self, path)
+
+    @cython.locals(position=Py_ssize_t, literal=str, name=str, digits=bint, value=str,
+                   params=dict)
+    cdef dict split_params(self, str path, list segments)
 
 
 cdef object matched_context(dict scope)
@@ -107,8 +112,9 @@ cdef list candidates(RouteIndex index, list segments)
 cdef tuple match_entry(IndexEntry entry, dict scope, path, list segments)
 
 
-@cython.locals(path=str, segments=list, found=list, entries=list, entry=IndexEntry,
-               partial=tuple, match=object, child_scope=object, position=Py_ssize_t)
+@cython.locals(route_path=object, path=str, segments=list, found=list, entries=list,
+               entry=IndexEntry, partial=tuple, match=object, child_scope=object,
+               position=Py_ssize_t)
 cdef tuple select(RouteIndex index, dict scope)
 
 

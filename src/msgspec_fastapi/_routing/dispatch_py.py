@@ -136,13 +136,21 @@ class RouteMatcher:
         return MATCH_FULL, child
 
     def path_params(self, path: str, segments: list[str] | None) -> dict[str, Any] | None:
-        """The regex's named groups for `path`, or None where it does not match. Where the
-        route has a segment template, a path not ending in a newline is split on "/"
-        instead (or taken as `segments`): the same segments, literals equal, parameters
-        non-empty."""
-        if not self.segment_count or path.endswith("\n"):
-            found = self.path_regex.match(path)
-            return None if found is None else found.groupdict()
+        """The regex's named groups for `path`, or None where it does not match."""
+        if self.segment_count and type(path) is str:
+            return self.split_params(path, segments)
+        return self.regex_params(path)
+
+    def regex_params(self, path: str) -> dict[str, Any] | None:
+        found = self.path_regex.match(path)
+        return None if found is None else found.groupdict()
+
+    def split_params(self, path: str, segments: list[str] | None) -> dict[str, Any] | None:
+        """`path_params` of a route with a segment template: a path not ending in a
+        newline is split on "/" (or taken as `segments`) and compared with it, the same
+        segments, literals equal, parameters non-empty."""
+        if path.endswith("\n"):
+            return self.regex_params(path)
         if segments is None:
             segments = path.split("/")
         if len(segments) != self.segment_count:
@@ -314,9 +322,12 @@ def select(index: RouteIndex, scope: Scope) -> tuple[Any, Any, dict[str, Any]] |
     A match of MATCH_NONE (entry None) when no route matches; None hands the request to
     FastAPI, where a route only FastAPI can handle comes up, or the index cannot narrow.
     """
-    path = scope["path"]
+    route_path = scope["path"]
     if scope.get("root_path"):
-        path = get_route_path(scope)
+        route_path = get_route_path(scope)
+    if type(route_path) is not str:
+        return None  # a str subclass: FastAPI's loop, where the matchers use the regex
+    path = route_path
     if path.endswith("\n"):
         # A regex's `$` also matches before a final newline, which a segment walk would
         # not reproduce: the index cannot narrow.

@@ -12,7 +12,7 @@ cdef class TelemetryKind:
     cdef public object getter
     cdef public dict namespace
     cdef public str current
-    cdef public bytes variable
+    cdef public object variable
 
 
 cdef class TelemetryGate:

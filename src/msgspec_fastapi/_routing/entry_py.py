@@ -45,7 +45,8 @@ class TelemetryKind:
     provider keys, the namespace of the module FastAPI calls the getter on (its
     `__dict__`, which a module's attribute lookup reads first), the getter's name and the
     getter, the getter's module globals and the name of its global provider there, and
-    the environment variable's key in `environ` (the dict behind `os.environ`)."""
+    the environment variable's key in `environ` (the dict behind `os.environ`: bytes on
+    POSIX, str on Windows)."""
 
     __slots__ = ("api", "current", "getter", "name", "namespace", "provider", "switch", "variable")
 
@@ -58,7 +59,7 @@ class TelemetryKind:
         getter: Any,
         namespace: dict[str, Any],
         current: str,
-        variable: bytes,
+        variable: Any,
     ) -> None:
         self.switch = switch
         self.provider = provider
@@ -91,8 +92,8 @@ class TelemetryGate:
         self,
         original: Any,
         config: dict[str, Any],
-        kinds: tuple[tuple[str, str, dict[str, Any], str, Any, dict[str, Any], str, bytes], ...],
-        environ: dict[bytes, bytes],
+        kinds: tuple[tuple[str, str, dict[str, Any], str, Any, dict[str, Any], str, Any], ...],
+        environ: dict[Any, Any],
     ) -> None:
         self.original = original
         self.config = config
