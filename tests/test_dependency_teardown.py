@@ -33,6 +33,7 @@ import fastapi.dependencies.utils
 import pytest
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.responses import StreamingResponse
+from raw_asgi import scope_for
 from twins import Twin
 
 from msgspec_fastapi import MsgspecRouter
@@ -203,27 +204,10 @@ def pushes_onto_the_stacks(request: Request) -> str:
     return "pushed"
 
 
-async def run(app: FastAPI, path: str, disconnect: bool = False) -> list[Any]:
-    """One GET to `app` inside a cancel scope; what happened, in order, up to a garbage
-    collection after it (FastAPI 0.142.2 leaves a cancelled sync generator to be closed
-    by the garbage collector)."""
-    gc.collect()
-    LOG.clear()
-    OUTER.clear()
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.3"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": "",
-        "query_string": b"",
-        "headers": [(b"host", b"test")],
-        "client": ("127.0.0.1", 1),
-        "server": ("test", 80),
-    }
+def get_exchange(path: str, disconnect: bool = False) -> tuple[dict[str, Any], Any, Any]:
+    """The scope, `receive` and `send` of one GET to `path`: the body, then a disconnect
+    (with `disconnect`) or nothing more; every message sent is logged."""
+    scope = scope_for("GET", path.encode(), [])
     requested = False
 
     async def receive() -> dict[str, Any]:
@@ -239,6 +223,17 @@ async def run(app: FastAPI, path: str, disconnect: bool = False) -> list[Any]:
     async def send(message: dict[str, Any]) -> None:
         LOG.append(("sent", message["type"], message.get("status")))
 
+    return scope, receive, send
+
+
+async def run(app: FastAPI, path: str, disconnect: bool = False) -> list[Any]:
+    """One GET to `app` inside a cancel scope; what happened, in order, up to a garbage
+    collection after it (FastAPI 0.142.2 leaves a cancelled sync generator to be closed
+    by the garbage collector)."""
+    gc.collect()
+    LOG.clear()
+    OUTER.clear()
+    scope, receive, send = get_exchange(path, disconnect)
     try:
         with anyio.CancelScope() as outer:
             OUTER.append(outer)
@@ -667,32 +662,7 @@ async def run_in_a_plain_task(app: FastAPI, path: str) -> list[Any]:
     LOG.clear()
     TASK.clear()
     SCOPES.clear()
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0", "spec_version": "2.3"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": "",
-        "query_string": b"",
-        "headers": [(b"host", b"test")],
-        "client": ("127.0.0.1", 1),
-        "server": ("test", 80),
-    }
-    requested = False
-
-    async def receive() -> dict[str, Any]:
-        nonlocal requested
-        if not requested:
-            requested = True
-            return {"type": "http.request", "body": b"", "more_body": False}
-        await asyncio.Event().wait()
-        raise AssertionError("unreachable")
-
-    async def send(message: dict[str, Any]) -> None:
-        LOG.append(("sent", message["type"], message.get("status")))
+    scope, receive, send = get_exchange(path)
 
     async def serve() -> None:
         try:
