@@ -36,7 +36,7 @@ from fastapi.responses import StreamingResponse
 from raw_asgi import scope_for
 from twins import Twin
 
-from msgspec_fastapi import MsgspecRouter
+from msgspec_fastapi import MsgspecRouter, _compat
 
 LOG: list[Any] = []
 # The cancel scope the request runs in, for the dependencies and endpoints to cancel.
@@ -818,3 +818,67 @@ def test_a_task_started_from_a_plain_task_belongs_to_the_same_scope_as_in_fastap
         logs.append(asyncio.run(in_the_apps_group(app)))
     assert {route.tier for route in ours.routes} == {"direct"}  # type: ignore[attr-defined]
     assert logs[0] == logs[1]
+
+
+# The cleanup scope's shortcut: where it is its task's outermost scope, its shield and an
+# idle checkpoint are left out (`_compat.outermost_scope`, `_compat.scope_is_idle`).
+
+
+async def entered_cleanup_scope_facts() -> tuple[bool, bool]:
+    """A cleanup scope as the route makes and enters it in the running task: whether it is
+    outermost, and whether it is idle; then left."""
+    scope, _ = _compat.cleanup_scope_parts()
+    with scope:
+        return _compat.outermost_scope(scope), _compat.scope_is_idle(scope)
+
+
+def test_the_cleanup_scope_of_a_plain_task_is_outermost_and_idle() -> None:
+    async def main() -> tuple[bool, bool]:
+        return await asyncio.get_running_loop().create_task(entered_cleanup_scope_facts())
+
+    assert asyncio.run(main()) == (True, True)
+
+
+def test_the_cleanup_scope_inside_another_scope_is_not_outermost() -> None:
+    async def main() -> tuple[bool, bool]:
+        with anyio.CancelScope():
+            return await entered_cleanup_scope_facts()
+
+    assert asyncio.run(main())[0] is False
+
+
+def test_the_cleanup_scope_in_a_task_groups_task_is_not_outermost() -> None:
+    facts: list[tuple[bool, bool]] = []
+
+    async def child() -> None:
+        facts.append(await entered_cleanup_scope_facts())
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            group.start_soon(child)
+
+    asyncio.run(main())
+    assert facts[0][0] is False
+
+
+def test_the_cleanup_scope_is_not_idle_while_a_scope_inside_it_is_open() -> None:
+    async def main() -> list[bool]:
+        scope, _ = _compat.cleanup_scope_parts()
+        with scope:
+            before = _compat.scope_is_idle(scope)
+            with anyio.CancelScope():
+                inside = _compat.scope_is_idle(scope)
+            after = _compat.scope_is_idle(scope)
+        return [before, inside, after]
+
+    assert asyncio.run(main()) == [True, False, True]
+
+
+def test_a_cancelled_cleanup_scope_is_not_idle() -> None:
+    async def main() -> bool:
+        scope, _ = _compat.cleanup_scope_parts()
+        with scope:
+            scope.cancel()
+            return _compat.scope_is_idle(scope)
+
+    assert asyncio.run(main()) is False

@@ -807,6 +807,39 @@ def cleanup_scope_parts() -> tuple[CancelScope, Callable[[], Awaitable[None]]]:
     return backend.create_cancel_scope(), backend.checkpoint_if_cancelled
 
 
+# anyio's cancel scope on asyncio, whose fields tell when the cleanup scope's shield and
+# checkpoint change nothing (`outermost_scope`, `scope_is_idle`); None where anyio lays it
+# out otherwise, and the route then shields and checks as FastAPI does.
+_AsyncioCancelScope: type | None
+try:
+    from anyio._backends._asyncio import CancelScope as _AsyncioCancelScope
+except ImportError:  # pragma: no cover - anyio without its asyncio backend module
+    _AsyncioCancelScope = None
+else:
+    if not {"_parent_scope", "_child_scopes", "_cancel_called"} <= set(
+        getattr(_AsyncioCancelScope, "__slots__", ())
+    ):
+        _AsyncioCancelScope = None  # pragma: no cover - a layout this was not written for
+
+
+def outermost_scope(scope: CancelScope) -> bool:
+    """Whether `scope`, just entered, is an asyncio cancel scope with no scope around it in
+    its task (the request's task of an ASGI server, outside any task group).
+
+    Then no cancellation can come from outside it, and nothing but anyio's own bookkeeping
+    reads its shield: setting and restoring the shield around a teardown does nothing. A
+    scope's parent is fixed when it is entered."""
+    return type(scope) is _AsyncioCancelScope and scope._parent_scope is None  # type: ignore[attr-defined]
+
+
+def scope_is_idle(scope: CancelScope) -> bool:
+    """Whether the outermost `scope` (see `outermost_scope`) is its task's current scope
+    and not cancelled: then `checkpoint_if_cancelled()` returns without a checkpoint, as
+    it starts from the current scope and stops at the outermost one. Every scope entered
+    inside it in its task is one of its child scopes until it exits."""
+    return not scope._child_scopes and not scope._cancel_called  # type: ignore[attr-defined]
+
+
 def stack_cleanup_scope(scope: Scope) -> CancelScope:
     """FastAPI 0.165's cleanup scope of the request, on the request stack in `scope`: made
     and entered there before the first async generator, as `_solve_generator` does."""

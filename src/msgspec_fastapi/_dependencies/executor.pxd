@@ -20,6 +20,7 @@ cdef class RequestState:
     cdef public object function_exits
     cdef public object cleanup
     cdef public object checkpoint
+    cdef public bint outermost
 
     cpdef object get_request(self)
     cpdef object get_sub_response(self)

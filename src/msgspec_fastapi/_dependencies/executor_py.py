@@ -69,6 +69,7 @@ class RequestState:
         "cleanup",
         "exits",
         "function_exits",
+        "outermost",
         "parts",
         "raw",
         "receive",
@@ -104,6 +105,8 @@ class RequestState:
         self.cleanup: CancelScope | None = None
         # The cleanup scope's library's `checkpoint_if_cancelled`, set with it.
         self.checkpoint: Callable[[], Awaitable[None]] | None = None
+        # Whether the cleanup scope is its task's outermost (`_compat.outermost_scope`).
+        self.outermost = False
 
     def get_request(self) -> Request:
         request = self.request

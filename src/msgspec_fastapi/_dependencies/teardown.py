@@ -19,7 +19,11 @@ can reach them, in two lists of the request's state, closed here as the stacks w
   its `__aexit__` (resumed after success, the exception thrown in otherwise, the same
   errors for a generator that does not stop), on 0.165 with the shielded exit around it
   (the request's cleanup scope shielded during the teardown, its shield restored, then a
-  pending cancellation delivered when no exception leaves the teardown).
+  pending cancellation delivered when no exception leaves the teardown). Where the
+  cleanup scope is the outermost scope of its task (`_compat.outermost_scope`: an ASGI
+  server's task, on asyncio), the shield keeps nothing out and is left alone, and the
+  checkpoint is skipped while it would return at once (`_compat.scope_is_idle`): the
+  same behaviour, without anyio's Python code for them.
 - `unwind` is `AsyncExitStack.__aexit__` over such exits and the cleanup scope (LIFO, an
   exception one raises passed to the next with its context fixed the same way,
   suppression).
@@ -46,7 +50,9 @@ from .._compat import (
     SHIELDS_ASYNC_TEARDOWN,
     cleanup_scope_parts,
     concurrency_limit_generator,
+    outermost_scope,
     response_not_awaited,
+    scope_is_idle,
     stack_cleanup_scope,
     threadpool_generator,
 )
@@ -59,22 +65,24 @@ _ATHROW_VALUE_ONLY = sys.version_info >= (3, 12)
 class Teardown:
     """One async generator entered as `asynccontextmanager` enters it, and its exit."""
 
-    __slots__ = ("checkpoint", "cleanup", "gen", "was_shielded")
+    __slots__ = ("checkpoint", "cleanup", "gen", "outermost", "was_shielded")
 
     def __init__(
         self,
         gen: Any,
         cleanup: CancelScope | None,
         checkpoint: Callable[[], Awaitable[None]] = checkpoint_if_cancelled,
+        outermost: bool = False,
     ) -> None:
         self.gen = gen
         self.cleanup = cleanup  # the request's cleanup scope (shielded exit), or None
         self.checkpoint = checkpoint  # `checkpoint_if_cancelled` after a shielded exit
+        self.outermost = outermost  # the cleanup scope is its task's outermost scope
         self.was_shielded = False  # its shield when the generator was set up
 
     async def __aenter__(self) -> Any:
         cleanup = self.cleanup
-        if cleanup is not None:
+        if cleanup is not None and not self.outermost:
             self.was_shielded = cleanup.shield
         try:
             return await anext(self.gen)
@@ -85,6 +93,12 @@ class Teardown:
         cleanup = self.cleanup
         if cleanup is None:
             return await self.close(typ, exc, tb)
+        if self.outermost:
+            # Its shield keeps nothing out (see the module docstring).
+            suppressed = await self.close(typ, exc, tb)
+            if (typ is None or suppressed) and not scope_is_idle(cleanup):
+                await self.checkpoint()
+            return suppressed
         cleanup.shield = True
         try:
             suppressed = await self.close(typ, exc, tb)
@@ -197,6 +211,7 @@ async def enter_generator(step: Any, kwargs: dict[str, Any], state: Any, on_stac
         gen = step.call(**kwargs)
         cleanup = None
         checkpoint = checkpoint_if_cancelled
+        outermost = False
         if SHIELDS_ASYNC_TEARDOWN:
             if on_stacks:
                 cleanup = stack_cleanup_scope(state.scope)
@@ -208,12 +223,14 @@ async def enter_generator(step: Any, kwargs: dict[str, Any], state: Any, on_stac
                     cleanup, state.checkpoint = cleanup_scope_parts()
                     state.cleanup = cleanup
                     cleanup.__enter__()
+                    state.outermost = outermost_scope(cleanup)
                     if state.exits is None:
                         state.exits = [cleanup]
                     else:
                         state.exits.append(cleanup)
                 checkpoint = state.checkpoint
-        teardown = Teardown(gen, cleanup, checkpoint)
+                outermost = state.outermost
+        teardown = Teardown(gen, cleanup, checkpoint, outermost)
     concurrency = step.concurrency
     if concurrency is not None:
         assert concurrency_limit_generator is not None  # else `_dependencies.plan` refuses the step
