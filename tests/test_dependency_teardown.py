@@ -18,6 +18,7 @@ generators' and the application's own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import gc
 import math
@@ -821,15 +822,24 @@ def test_a_task_started_from_a_plain_task_belongs_to_the_same_scope_as_in_fastap
 
 
 # The cleanup scope's shortcut: where it is its task's outermost scope, its shield and an
-# idle checkpoint are left out (`_compat.outermost_scope`, `_compat.scope_is_idle`).
+# idle checkpoint are left out (`_compat.enter_cleanup_scope`, `_compat.scope_is_idle`).
+
+
+@contextlib.contextmanager
+def entered_cleanup_scope() -> Iterator[tuple[anyio.CancelScope, Any, bool]]:
+    """A cleanup scope as the route makes and enters it in the running task, its checkpoint,
+    and whether it is outermost; left at the end of the block."""
+    scope, checkpoint, outermost = _compat.enter_cleanup_scope()
+    try:
+        yield scope, checkpoint, outermost
+    finally:
+        scope.__exit__(None, None, None)
 
 
 async def entered_cleanup_scope_facts() -> tuple[bool, bool]:
-    """A cleanup scope as the route makes and enters it in the running task: whether it is
-    outermost, and whether it is idle; then left."""
-    scope, _ = _compat.cleanup_scope_parts()
-    with scope:
-        return _compat.outermost_scope(scope), _compat.scope_is_idle(scope)
+    """Whether a cleanup scope entered in the running task is outermost, and idle."""
+    with entered_cleanup_scope() as (scope, _, outermost):
+        return outermost, _compat.scope_is_idle(scope)
 
 
 def test_the_cleanup_scope_of_a_plain_task_is_outermost_and_idle() -> None:
@@ -863,8 +873,7 @@ def test_the_cleanup_scope_in_a_task_groups_task_is_not_outermost() -> None:
 
 def test_the_cleanup_scope_is_not_idle_while_a_scope_inside_it_is_open() -> None:
     async def main() -> list[bool]:
-        scope, _ = _compat.cleanup_scope_parts()
-        with scope:
+        with entered_cleanup_scope() as (scope, _, _):
             before = _compat.scope_is_idle(scope)
             with anyio.CancelScope():
                 inside = _compat.scope_is_idle(scope)
@@ -876,9 +885,37 @@ def test_the_cleanup_scope_is_not_idle_while_a_scope_inside_it_is_open() -> None
 
 def test_a_cancelled_cleanup_scope_is_not_idle() -> None:
     async def main() -> bool:
-        scope, _ = _compat.cleanup_scope_parts()
-        with scope:
+        with entered_cleanup_scope() as (scope, _, _):
             scope.cancel()
             return _compat.scope_is_idle(scope)
 
     assert asyncio.run(main()) is False
+
+
+async def cleanup_scope_beside_anyios() -> tuple[bool, float, bool, bool]:
+    """The route's cleanup scope beside what anyio's backend for the running library makes:
+    the same class, its deadline and shield, and whether its checkpoint is anyio's."""
+    backend = anyio._core._eventloop.get_async_backend()
+    with entered_cleanup_scope() as (scope, checkpoint, _):
+        same_class = type(scope) is type(backend.create_cancel_scope())
+        anyios_checkpoint = checkpoint == backend.checkpoint_if_cancelled
+        return same_class, scope.deadline, scope.shield, anyios_checkpoint
+
+
+def test_the_cleanup_scope_is_the_scope_anyio_makes_on_asyncio() -> None:
+    assert asyncio.run(cleanup_scope_beside_anyios()) == (True, math.inf, False, True)
+
+
+def test_the_cleanup_scope_comes_from_anyios_backend_where_anyio_is_laid_out_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As where anyio does not say how it finds the library, or its asyncio scope differs.
+    monkeypatch.setattr(_compat, "_TAKES_ASYNCIO_SCOPE", False)
+    assert asyncio.run(cleanup_scope_beside_anyios()) == (True, math.inf, False, True)
+
+
+def test_the_cleanup_scope_is_the_scope_anyio_makes_on_asyncio_without_sniffio(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_compat, "_anyio_sniffio", None)  # as anyio runs where it is missing
+    assert asyncio.run(cleanup_scope_beside_anyios()) == (True, math.inf, False, True)

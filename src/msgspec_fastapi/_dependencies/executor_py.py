@@ -105,7 +105,7 @@ class RequestState:
         self.cleanup: CancelScope | None = None
         # The cleanup scope's library's `checkpoint_if_cancelled`, set with it.
         self.checkpoint: Callable[[], Awaitable[None]] | None = None
-        # Whether the cleanup scope is its task's outermost (`_compat.outermost_scope`).
+        # Whether the cleanup scope is its task's outermost (`_compat.enter_cleanup_scope`).
         self.outermost = False
 
     def get_request(self) -> Request:

@@ -20,7 +20,7 @@ can reach them, in two lists of the request's state, closed here as the stacks w
   errors for a generator that does not stop), on 0.165 with the shielded exit around it
   (the request's cleanup scope shielded during the teardown, its shield restored, then a
   pending cancellation delivered when no exception leaves the teardown). Where the
-  cleanup scope is the outermost scope of its task (`_compat.outermost_scope`: an ASGI
+  cleanup scope is the outermost scope of its task (`_compat.enter_cleanup_scope`: an ASGI
   server's task, on asyncio), the shield keeps nothing out and is left alone, and the
   checkpoint is skipped while it would return at once (`_compat.scope_is_idle`): the
   same behaviour, without anyio's Python code for them.
@@ -48,9 +48,8 @@ from .._compat import (
     FUNCTION_STACK_KEY,
     REQUEST_STACK_KEY,
     SHIELDS_ASYNC_TEARDOWN,
-    cleanup_scope_parts,
     concurrency_limit_generator,
-    outermost_scope,
+    enter_cleanup_scope,
     response_not_awaited,
     scope_is_idle,
     stack_cleanup_scope,
@@ -220,10 +219,8 @@ async def enter_generator(step: Any, kwargs: dict[str, Any], state: Any, on_stac
                 if cleanup is None:
                     # Entered before the first async generator, so that it encloses
                     # their scopes; closed where FastAPI's request stack closes it.
-                    cleanup, state.checkpoint = cleanup_scope_parts()
+                    cleanup, state.checkpoint, state.outermost = enter_cleanup_scope()
                     state.cleanup = cleanup
-                    cleanup.__enter__()
-                    state.outermost = outermost_scope(cleanup)
                     if state.exits is None:
                         state.exits = [cleanup]
                     else:
