@@ -386,6 +386,7 @@ cdef class Param:
     cdef bint required
     cdef object default
     cdef object convert
+    cdef bint keeps_strings
     cdef bint has_bounds
     cdef long long low
     cdef long long high
@@ -400,6 +401,7 @@ cdef class Param:
         self.required = spec.required
         self.default = spec.default
         self.convert = spec.convert
+        self.keeps_strings = spec.keeps_strings
         self.has_bounds = spec.int_bounds is not None
         self.low, self.high = spec.int_bounds if self.has_bounds else (0, 0)
 
@@ -760,6 +762,9 @@ cdef class RouteRuntime:
                     )
                 else:
                     values[spec.name] = deepcopy(spec.default)
+                continue
+            if spec.keeps_strings and type(raw) is str:
+                values[spec.name] = raw
                 continue
             if spec.has_bounds:
                 if small_int(raw, &number) and spec.low <= number <= spec.high:

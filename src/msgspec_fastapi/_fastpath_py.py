@@ -406,6 +406,7 @@ class Param:
         "header_key",
         "high",
         "is_sequence",
+        "keeps_strings",
         "key",
         "loc",
         "location",
@@ -427,6 +428,7 @@ class Param:
         self.required = spec.required
         self.default = spec.default
         self.convert = spec.convert
+        self.keeps_strings = spec.keeps_strings
         self.has_bounds = spec.int_bounds is not None
         self.low, self.high = spec.int_bounds if self.has_bounds else (0, 0)
 
@@ -827,6 +829,9 @@ class RouteRuntime:
                     )
                 else:
                     values[spec.name] = deepcopy(spec.default)
+                continue
+            if spec.keeps_strings and type(raw) is str:
+                values[spec.name] = raw  # what the converter would answer
                 continue
             if spec.has_bounds:
                 number = small_int(raw)

@@ -361,6 +361,8 @@ class ParamSpec:
     default: Any
     convert: Converter
     int_bounds: IntBounds | None
+    # Its converter answers a `str` value with the value itself (`make_converter`).
+    keeps_strings: bool
 
 
 _LOCATIONS = {
@@ -457,6 +459,7 @@ def direct_param_specs(dependant: Any) -> tuple[ParamSpec, ...] | None:
                     default=None if info.is_required() else field.default,
                     convert=field.validate,
                     int_bounds=None if is_sequence else field.msgspec_int_bounds,
+                    keeps_strings=field.msgspec_target in _STRING_TARGETS,
                 )
             )
     return tuple(specs)
