@@ -2,7 +2,8 @@
 do under exceptions, cancellation and disconnects.
 
 The direct tier sets up async and sync generator dependencies, with or without
-`max_concurrency`, itself (`msgspec_fastapi._teardown`): their teardowns in lists of its
+`max_concurrency`, itself (`_dependencies.executor`, with `_dependencies.teardown` for
+what awaits with an exception in flight): their teardowns in lists of its
 own where nothing can reach FastAPI's exit stacks, on those stacks where a step is given
 the request. Each test runs one request
 through a MsgspecRouter of one twin and through a plain APIRouter (the oracle) inside an
@@ -186,6 +187,31 @@ def sync_does_not_stop() -> Iterator[str]:
     yield "value"
     LOG.append("sync second yield")
     yield "again"
+
+
+async def does_not_stop() -> AsyncIterator[str]:
+    try:
+        yield "value"
+        LOG.append("second yield")
+        yield "again"
+    finally:
+        LOG.append("closed")
+
+
+async def does_not_yield() -> AsyncIterator[str]:
+    LOG.append("returns before yielding")
+    return
+    yield "never"
+
+
+async def yields_again_after_a_throw() -> AsyncIterator[str]:
+    try:
+        yield "value"
+    except HTTPException:
+        LOG.append("yields again")
+        yield "again"
+    finally:
+        LOG.append("closed")
 
 
 def pushes_onto_the_stacks(request: Request) -> str:
@@ -504,6 +530,39 @@ def test_a_sync_generator_that_does_not_stop_fails_as_in_fastapi(twin: Twin) -> 
 
     log = both(twin, build, "/again")
     assert "sync second yield" in log
+
+
+def test_an_async_generator_that_does_not_stop_fails_as_in_fastapi(twin: Twin) -> None:
+    def build(router: APIRouter) -> None:
+        @router.get("/again")
+        async def again(s: Annotated[str, Depends(does_not_stop)]) -> str:
+            return s
+
+    log = both(twin, build, "/again")
+    assert log.index("second yield") < log.index("closed")
+    assert ("left the app", ["RuntimeError"]) in log
+
+
+def test_an_async_generator_that_does_not_yield_fails_as_in_fastapi(twin: Twin) -> None:
+    def build(router: APIRouter) -> None:
+        @router.get("/never")
+        async def never(s: Annotated[str, Depends(does_not_yield)]) -> str:
+            return s
+
+    log = both(twin, build, "/never")
+    assert ("left the app", ["RuntimeError", "StopAsyncIteration"]) in log
+
+
+def test_an_async_generator_that_yields_again_after_an_exception_fails_as_in_fastapi(
+    twin: Twin,
+) -> None:
+    def build(router: APIRouter) -> None:
+        @router.get("/again")
+        async def again(s: Annotated[str, Depends(yields_again_after_a_throw)]) -> str:
+            raise HTTPException(418, "endpoint")
+
+    log = both(twin, build, "/again")
+    assert log.index("yields again") < log.index("closed")
 
 
 @needs_max_concurrency

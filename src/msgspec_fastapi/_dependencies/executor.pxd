@@ -1,8 +1,9 @@
 # cython: language_level=3
 # C declarations for `_dependencies.executor`, the compiled build of `executor_py.py`: the
-# per-request state, the plan's steps as the request path reads them and the route's app
-# become C structs, and the argument builder a C function. `executor_py.py` itself stays
-# plain Python for the pure twin.
+# per-request state, the plan's steps as the request path reads them, a generator
+# dependency's teardown and the route's app become C structs, and the argument builder and
+# the generator set-up C functions. `executor_py.py` itself stays plain Python for the pure
+# twin.
 
 cdef class RequestState:
     cdef public object scope
@@ -54,6 +55,18 @@ cdef class Program:
 
 
 cpdef dict arguments(Op step, list values, list errors, RequestState state)
+
+
+cdef class Teardown:
+    cdef public object gen
+    cdef public object cleanup
+    cdef public object checkpoint
+    cdef public bint outermost
+    cdef public bint was_shielded
+
+
+cpdef Teardown prepare_generator(Op step, dict kwargs, RequestState state, bint on_stacks)
+cpdef keep_teardown(Teardown teardown, Op step, RequestState state, bint on_stacks)
 
 
 cdef class DependencyRoute:

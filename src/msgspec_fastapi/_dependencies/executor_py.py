@@ -6,12 +6,12 @@ as FastAPI's `request_response` and `get_request_handler` would run the route: t
 read and checked first (415, 400 and 413 before any dependency runs), the steps in
 order with FastAPI's per-request cache, errors of every step collected in FastAPI's order
 and one `RequestValidationError` raised when any failed (a step whose subtree failed is
-not called; its siblings are), generators set up by `_dependencies.teardown` with their teardowns on
-FastAPI's two exit stacks where a step is given the request, else in lists closed as those
-stacks would be (the function stack before the response is sent, the request stack after
-it and its background tasks), the endpoint, the response with the status, headers
-and background tasks dependencies gave it, and exceptions handed to the application's
-handlers with the request the dependencies saw.
+not called; its siblings are), generators entered as FastAPI enters them (`Teardown`),
+their teardowns on FastAPI's two exit stacks where a step is given the request, else in
+lists closed as those stacks would be (the function stack before the response is sent,
+the request stack after it and its background tasks), the endpoint, the response with
+the status, headers and background tasks dependencies gave it, and exceptions handed to
+the application's handlers with the request the dependencies saw.
 
 Per request nothing is inspected or derived: the `Request`, the sub-response, the
 background tasks and the stacks are made only when the plan says a step needs them.
@@ -23,10 +23,12 @@ FastAPI's own handler for the route (`delegated`).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from anyio import CancelScope
+from anyio.lowlevel import checkpoint_if_cancelled
 from fastapi.background import BackgroundTasks
 from fastapi.security import SecurityScopes
 from starlette.concurrency import run_in_threadpool
@@ -34,7 +36,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from .._compat import cache_request_body, run_in_exit_stacks
+from .._compat import (
+    FUNCTION_STACK_KEY,
+    REQUEST_STACK_KEY,
+    SHIELDS_ASYNC_TEARDOWN,
+    cache_request_body,
+    concurrency_limit_generator,
+    enter_cleanup_scope,
+    run_in_exit_stacks,
+    scope_is_idle,
+    stack_cleanup_scope,
+    threadpool_generator,
+)
 from .._errors.handlers import handle_route_exception
 from .._errors.validation import received_body
 from .._shared import (
@@ -50,7 +63,7 @@ from .._shared import (
     ClientDisconnect,
     RequestValidationError,
 )
-from .teardown import Teardown, enter_generator, run_with_teardowns
+from .teardown import run_with_teardowns, stop_refused
 
 if TYPE_CHECKING:
     from .._endpoint.plan import RoutePlan
@@ -97,7 +110,7 @@ class RequestState:
         # although no error names it (a number out of range elsewhere in the body);
         # counted with the errors, so that their parents skip too.
         self.skipped = 0
-        # Teardowns of generators set up by `teardown` without FastAPI's stacks, on the
+        # Teardowns of generators set up without FastAPI's stacks, on the
         # request's scope (with the cleanup scope FastAPI 0.165 enters before the first
         # async generator) and on the function's, and that cleanup scope.
         self.exits: list[Teardown | CancelScope] | None = None
@@ -136,6 +149,173 @@ class RequestState:
         if message["type"] == "http.response.start":
             self.started = True
         return self.send(message)
+
+    async def close_exits(self, exits: list[Teardown | CancelScope]) -> BaseException | None:
+        """Close `exits` last first with no exception in flight, as `teardown.unwind`
+        would, while each closes cleanly; the exception the first one to fail raised
+        (None: all closed), the rest left in `exits` for `unwind` to take up. Closing
+        without an exception needs no Python frame (see `_dependencies.teardown`)."""
+        while exits:
+            entry = exits.pop()
+            try:
+                if isinstance(entry, Teardown):
+                    await entry.__aexit__(None, None, None)
+                else:  # the cleanup scope
+                    entry.__exit__(None, None, None)
+            except BaseException as raised:
+                return raised
+        return None
+
+
+# 3.12 deprecated athrow's (type, value, traceback) form; contextlib uses the one it has.
+_ATHROW_VALUE_ONLY = sys.version_info >= (3, 12)
+
+
+class Teardown:
+    """One generator dependency entered as FastAPI enters it: an async generator as
+    `asynccontextmanager` enters it, on 0.165 with the shielded exit around its exit (the
+    request's cleanup scope shielded during the teardown, its shield restored, then a
+    pending cancellation delivered when no exception leaves the teardown). Where the
+    cleanup scope is the outermost scope of its task (`_compat.enter_cleanup_scope`: an
+    ASGI server's task, on asyncio), the shield keeps nothing out and is left alone, and
+    the checkpoint is skipped while it would return at once (`_compat.scope_is_idle`):
+    the same behaviour, without anyio's Python code for them. A sync generator or a
+    concurrency limit is FastAPI's own wrapper generator, entered the same way.
+
+    The compiled build's coroutines await only outside `except` and `finally` clauses
+    (see `_dependencies.teardown`)."""
+
+    __slots__ = ("checkpoint", "cleanup", "gen", "outermost", "was_shielded")
+
+    def __init__(
+        self,
+        gen: Any,
+        cleanup: CancelScope | None,
+        checkpoint: Callable[[], Awaitable[None]] | None,
+        outermost: bool,
+    ) -> None:
+        self.gen = gen
+        self.cleanup = cleanup  # the request's cleanup scope (shielded exit), or None
+        self.checkpoint = checkpoint  # `checkpoint_if_cancelled` after a shielded exit
+        self.outermost = outermost  # the cleanup scope is its task's outermost scope
+        self.was_shielded = False  # its shield when the generator was set up
+
+    async def __aenter__(self) -> Any:
+        cleanup = self.cleanup
+        if cleanup is not None and not self.outermost:
+            self.was_shielded = cleanup.shield
+        try:
+            return await anext(self.gen)
+        except StopAsyncIteration:
+            raise RuntimeError("generator didn't yield") from None
+
+    async def __aexit__(self, typ: Any, exc: Any, tb: Any) -> bool:
+        cleanup = self.cleanup
+        if cleanup is None:
+            return await self.close(typ, exc, tb)
+        if self.outermost:
+            # Its shield keeps nothing out (see the class docstring).
+            suppressed = await self.close(typ, exc, tb)
+            if (typ is None or suppressed) and not scope_is_idle(cleanup):
+                await self.checkpoint()  # type: ignore[misc]
+            return suppressed
+        cleanup.shield = True
+        try:
+            suppressed = await self.close(typ, exc, tb)
+        finally:
+            cleanup.shield = self.was_shielded
+        if typ is None or suppressed:
+            await self.checkpoint()  # type: ignore[misc]
+        return suppressed
+
+    async def close(self, typ: Any, exc: Any, tb: Any) -> bool:
+        """What `_AsyncGeneratorContextManager.__aexit__` does with the generator."""
+        gen = self.gen
+        if typ is None:
+            try:
+                await anext(gen)
+            except StopAsyncIteration:
+                return False
+            await stop_refused(gen, "generator didn't stop")
+        if exc is None:
+            exc = typ()  # so that the exception coming back can be told apart
+        try:
+            if _ATHROW_VALUE_ONLY:
+                await gen.athrow(exc)
+            else:
+                await gen.athrow(typ, exc, tb)
+        except StopAsyncIteration as stop:
+            return stop is not exc  # suppressed, unless the thrown-in exception itself
+        except RuntimeError as error:
+            if error is exc:
+                error.__traceback__ = tb
+                return False
+            # A thrown-in Stop(Async)Iteration the generator turned into RuntimeError.
+            if isinstance(exc, (StopIteration, StopAsyncIteration)) and error.__cause__ is exc:
+                exc.__traceback__ = tb
+                return False
+            raise
+        except BaseException as error:
+            if error is not exc:
+                raise
+            error.__traceback__ = tb
+            return False
+        await stop_refused(gen, "generator didn't stop after athrow()")
+        return False  # not reached: `stop_refused` raises
+
+
+def prepare_generator(
+    step: Op, kwargs: dict[str, Any], state: RequestState, on_stacks: bool
+) -> Teardown:
+    """The generator dependency `step` called with `kwargs`, as the context manager
+    FastAPI's `_solve_generator` would enter (not entered yet). On 0.165 the request's
+    cleanup scope is entered before the first async generator, so that it encloses their
+    scopes; where FastAPI's stacks are not used, it is closed where FastAPI's request
+    stack closes it (it goes into `state.exits` first)."""
+    if step.kind == DEP_SYNC_GENERATOR:
+        assert threadpool_generator is not None  # else `_dependencies.plan` refuses the step
+        teardown = Teardown(threadpool_generator(step.call(**kwargs)), None, None, False)
+    else:
+        gen = step.call(**kwargs)
+        if not SHIELDS_ASYNC_TEARDOWN:
+            teardown = Teardown(gen, None, None, False)
+        elif on_stacks:
+            teardown = Teardown(
+                gen, stack_cleanup_scope(state.scope), checkpoint_if_cancelled, False
+            )
+        else:
+            cleanup = state.cleanup
+            if cleanup is None:
+                cleanup, state.checkpoint, state.outermost = enter_cleanup_scope()
+                state.cleanup = cleanup
+                if state.exits is None:
+                    state.exits = [cleanup]
+                else:
+                    state.exits.append(cleanup)
+            teardown = Teardown(gen, cleanup, state.checkpoint, state.outermost)
+    concurrency = step.concurrency
+    if concurrency is not None:
+        assert concurrency_limit_generator is not None  # else `_dependencies.plan` refuses the step
+        limited = concurrency_limit_generator(teardown, concurrency.get_semaphore())
+        teardown = Teardown(limited, None, None, False)
+    return teardown
+
+
+def keep_teardown(teardown: Teardown, step: Op, state: RequestState, on_stacks: bool) -> None:
+    """Keep the exit of the entered `teardown`: on FastAPI's stack for the step's scope in
+    the request's scope (`on_stacks`), else in `state.function_exits` or `state.exits`."""
+    if on_stacks:
+        stack = state.scope[FUNCTION_STACK_KEY if step.function_stack else REQUEST_STACK_KEY]
+        stack.push_async_exit(teardown)
+    elif step.function_stack:
+        if state.function_exits is None:
+            state.function_exits = [teardown]
+        else:
+            state.function_exits.append(teardown)
+    elif state.exits is None:
+        state.exits = [teardown]
+    else:
+        state.exits.append(teardown)
 
 
 class Op:
@@ -406,7 +586,9 @@ class DependencyRoute:
                     continue
             kind = step.kind
             if kind in (DEP_ASYNC_GENERATOR, DEP_SYNC_GENERATOR):
-                result = await enter_generator(step, kwargs, state, program.uses_stacks)
+                teardown = prepare_generator(step, kwargs, state, program.uses_stacks)
+                result = await teardown.__aenter__()
+                keep_teardown(teardown, step, state, program.uses_stacks)
             elif step.concurrency is not None:
                 result = await call_step(step, kwargs)
             elif kind == DEP_ASYNC:
