@@ -781,11 +781,12 @@ _CLEANUP_SCOPES_KEY = "fastapi_async_cleanup_scopes"
 # anyio 4: the running library's backend, behind anyio's module-level calls.
 _get_async_backend: Callable[[], Any] | None = getattr(_anyio_eventloop, "get_async_backend", None)
 
-# The async generator functions behind FastAPI's generator wrappers, which `_dependencies.teardown`
-# drives as `asynccontextmanager` would: a sync generator's context manager run in the
-# threadpool (both versions; its exception handling differs between them), and 0.165's
-# `max_concurrency` limit around a dependency's context manager (None before, or where
-# a FastAPI makes them otherwise: its plans then leave such dependencies to FastAPI).
+# The async generator functions behind FastAPI's generator wrappers, which the dependency
+# executor's `Teardown` drives as `asynccontextmanager` would: a sync generator's context
+# manager run in the threadpool (both versions; its exception handling differs between
+# them), and 0.165's `max_concurrency` limit around a dependency's context manager (None
+# before, or where a FastAPI makes them otherwise: its plans then leave such dependencies
+# to FastAPI).
 threadpool_generator: Callable[..., Any] | None = getattr(
     _fastapi_concurrency.contextmanager_in_threadpool, "__wrapped__", None
 )

@@ -199,7 +199,8 @@ PARAM_FORM = 4  # a form model (never a direct-tier parameter)
 
 # How a dependency plan's step is called (`_dependencies.plan.Step.kind`): awaited, in the
 # threadpool, called without awaiting (the endpoint only: it makes a stream), or set up as
-# an async or a sync generator whose teardown `_dependencies.teardown` runs.
+# an async or a sync generator, entered and torn down by `_dependencies.executor`'s
+# `Teardown`.
 DEP_ASYNC = 0
 DEP_THREAD = 1
 DEP_GENERATOR = 2

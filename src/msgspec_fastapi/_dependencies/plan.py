@@ -218,7 +218,7 @@ class _Builder:
         concurrency = getattr(use_sub, "concurrency", None)
         if _compat.is_async_gen_callable(call) or _compat.is_gen_callable(call):
             if concurrency is not None and _compat.concurrency_limit_generator is None:
-                raise Refused  # a FastAPI whose limit `_dependencies.teardown` does not know
+                raise Refused  # a FastAPI whose limit the executor does not know
             if _compat.is_async_gen_callable(call):
                 kind = DEP_ASYNC_GENERATOR
             elif _compat.threadpool_generator is not None:

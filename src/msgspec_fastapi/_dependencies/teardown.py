@@ -1,5 +1,5 @@
-"""Generator dependencies' teardowns while an exception is in flight, as FastAPI's exit
-stacks close them.
+"""`request_response`'s frame around generator dependencies' teardowns, and the teardowns
+closed with an exception in flight as FastAPI's exit stacks close them.
 
 FastAPI's `_solve_generator` enters a generator dependency on one of two `AsyncExitStack`s
 as a context manager: an async generator as `asynccontextmanager(call)(**values)` (0.165
@@ -12,19 +12,21 @@ closes the function stack before the response and the request stack after it.
 The executor (`_dependencies.executor`) sets each generator up as such a context manager
 (its `Teardown`) and, where nothing can reach FastAPI's stacks, keeps the exits in two
 lists of the request's state; it also closes those lists while no exit raises
-(`RequestState.close_exits`). This module holds the frames that await while an exception
-is in flight:
+(`RequestState.close_exits`). This module holds the frames that await inside an `except`
+or `finally` clause, and what they await there that reads the exception being handled:
 
+- `run_with_teardowns` is `request_response`'s frame around the teardowns: the lists
+  closed by the executor after success, by `unwind` inside its `except` clauses.
 - `unwind` is `AsyncExitStack.__aexit__` over such exits and the cleanup scope (LIFO, an
   exception one raises passed to the next with its context fixed the same way,
-  suppression).
-- `run_with_teardowns` is `request_response`'s frame around them.
-- `stop_refused` is contextlib's error for a generator that yields again.
+  suppression), taking over from `close_exits` at the first exit that raises.
+- `stop_refused` is contextlib's error for a generator that yields again, raised while
+  the generator is closed in a `finally` clause.
 
 Plain Python for both twins, as `_compat.run_in_exit_stacks` and for the same reason: an
 exception thrown into the awaiting frames takes its `__context__` from the exception the
 frame closing a stack is handling, which a Cython coroutine frame does not provide. The
-compiled executor's frames never await inside an `except` or `finally` clause.
+executor's teardown code never awaits inside an `except` or `finally` clause.
 """
 
 from __future__ import annotations
