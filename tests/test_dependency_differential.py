@@ -233,6 +233,20 @@ def test_dependencies_match_fastapi(case: Case) -> None:
     compare_on_the_plan(case, "normal")
 
 
+def test_a_chain_four_deep_matches_fastapi() -> None:
+    """The deepest graphs the generator makes, in every normal run: the generated examples
+    reach depth 4 in most runs only (a written-out case, counted with them)."""
+    g = graph(
+        Node("d0", "agen", (dep("d1"),)),
+        Node("d1", "sync", (dep("d2"),)),
+        Node("d2", "gen", (dep("d3"),)),
+        Node("d3", "async", (query("q0"),)),
+        endpoint=(dep("d0"),),
+    )
+    failing = Call(query=(("q0", "x"),))
+    compare_on_the_plan(Case(g, (Call(query=(("q0", "1"),)), failing)), "normal")
+
+
 @pytest.mark.fuzz_deps
 @pytest.mark.skipif(not LONG_CASES, reason="long mode: set MSGSPEC_FASTAPI_DEPS_CASES")
 @settings(
