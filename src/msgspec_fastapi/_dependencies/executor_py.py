@@ -261,7 +261,6 @@ class Teardown:
             error.__traceback__ = tb
             return False
         await stop_refused(gen, "generator didn't stop after athrow()")
-        return False  # not reached: `stop_refused` raises
 
 
 def prepare_generator(
