@@ -832,8 +832,8 @@ APP_GROUP: list[Any] = []
 
 async def starts_and_cancels_its_group(*, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
     """Started from a request in the application's task group: until it reports started it
-    belongs to the request's current cancel scope, so the group's cancellation misses it
-    (under FastAPI 0.165's cleanup scope) or reaches it."""
+    belongs to the request's current cancel scope where the request has one (FastAPI
+    0.165's cleanup scope, which the group's cancellation misses), else to the group's."""
     LOG.append(("deadline before started", math.isinf(anyio.current_effective_deadline())))
     APP_GROUP[0].cancel_scope.cancel()
     try:
@@ -845,120 +845,206 @@ async def starts_and_cancels_its_group(*, task_status: Any = anyio.TASK_STATUS_I
     task_status.started()
 
 
-def test_a_task_started_from_a_plain_task_belongs_to_the_same_scope_as_in_fastapi(
-    twin: Twin,
-) -> None:
-    def build(router: APIRouter) -> None:
-        @router.get("/start")
-        async def start(s: Annotated[str, Depends(session)]) -> str:
-            try:
-                await APP_GROUP[0].start(starts_and_cancels_its_group)
-                LOG.append("start returned")
-            except BaseException as exc:
-                LOG.append(("start raised", type(exc).__name__))
-            return s
+def start_in_the_apps_group(router: APIRouter) -> None:
+    @router.get("/start")
+    async def start(s: Annotated[str, Depends(session)]) -> str:
+        try:
+            await APP_GROUP[0].start(starts_and_cancels_its_group)
+            LOG.append("start returned")
+        except BaseException as exc:
+            LOG.append(("start raised", type(exc).__name__))
+        return s
 
-    async def in_the_apps_group(app: FastAPI) -> list[Any]:
-        APP_GROUP.clear()
-        log: list[Any] = []
-        async with anyio.create_task_group() as group:  # the application's, not the request's
-            group.cancel_scope.deadline = anyio.current_time() + 1000
-            APP_GROUP.append(group)
-            with anyio.CancelScope(shield=True):
-                log = await run_in_a_plain_task(app, "/start")
-        return log
 
+async def in_the_apps_group(app: FastAPI) -> list[Any]:
+    """A GET of /start in a plain task, with the application's task group running."""
+    APP_GROUP.clear()
+    log: list[Any] = []
+    async with anyio.create_task_group() as group:  # the application's, not the request's
+        group.cancel_scope.deadline = anyio.current_time() + 1000
+        APP_GROUP.append(group)
+        with anyio.CancelScope(shield=True):
+            log = await run_in_a_plain_task(app, "/start")
+    return log
+
+
+class InACancelScope:
+    """User middleware that runs the rest of the app inside a cancel scope of its own."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        with anyio.CancelScope():
+            await self.app(scope, receive, send)
+
+
+def start_logs(twin: Twin, *middleware: Any) -> tuple[list[Any], list[Any]]:
+    """What a task started from the request in the application's task group saw, through
+    our route and through FastAPI's, each app with `middleware` added."""
     ours = MsgspecRouter(route_class=twin.route_class)
     theirs = APIRouter()
     logs = []
     for router in (ours, theirs):
-        build(router)
+        start_in_the_apps_group(router)
         app = FastAPI()
         app.include_router(router)
+        for each in middleware:
+            app.add_middleware(each)
         logs.append(asyncio.run(in_the_apps_group(app)))
     assert {route.tier for route in ours.routes} == {"direct"}  # type: ignore[attr-defined]
-    assert logs[0] == logs[1]
+    return logs[0], logs[1]
 
 
-# The cleanup scope's shortcut: where it is its task's outermost scope, its shield and an
-# idle checkpoint are left out (`_compat.enter_cleanup_scope`, `_compat.scope_is_idle`).
+def test_a_task_started_from_a_plain_task_belongs_to_the_groups_scope_until_started(
+    twin: Twin,
+) -> None:
+    """The route leaves out FastAPI 0.165's cleanup scope where it would be the request
+    task's outermost (a listed difference): the started task is in the group's scope,
+    under its deadline and its cancellation, as under FastAPI before 0.165."""
+    ours, _ = start_logs(twin)
+    assert ("deadline before started", False) in ours
+    assert ("worker", "CancelledError") in ours
+    assert "survived the group's cancellation" not in ours
+
+
+@pytest.mark.skipif(_compat.SHIELDS_ASYNC_TEARDOWN, reason="FastAPI 0.165 enters a cleanup scope")
+def test_a_task_started_from_a_plain_task_sees_what_fastapi_before_0_165_gives_it(
+    twin: Twin,
+) -> None:
+    ours, theirs = start_logs(twin)
+    assert ours == theirs
+
+
+@pytest.mark.skipif(not _compat.SHIELDS_ASYNC_TEARDOWN, reason="no cleanup scope before 0.165")
+def test_a_task_started_under_fastapi_0_165s_cleanup_scope_survives_the_groups_cancellation(
+    twin: Twin,
+) -> None:
+    """The difference itself, as FastAPI 0.165 shows it."""
+    _, theirs = start_logs(twin)
+    assert ("deadline before started", True) in theirs
+    assert "survived the group's cancellation" in theirs
+
+
+def test_a_task_started_inside_a_middlewares_cancel_scope_belongs_where_fastapi_puts_it(
+    twin: Twin,
+) -> None:
+    """The request's task is inside a cancel scope: the cleanup scope is entered as FastAPI
+    enters it, and the started task belongs to the same scope under both."""
+    ours, theirs = start_logs(twin, InACancelScope)
+    assert ("deadline before started", True) in ours
+    assert ours == theirs
+
+
+# Where the cleanup scope is entered and where it is left out (`_compat.enter_cleanup_scope`).
 
 
 @contextlib.contextmanager
-def entered_cleanup_scope() -> Iterator[tuple[anyio.CancelScope, Any, bool]]:
-    """A cleanup scope as the route makes and enters it in the running task, its checkpoint,
-    and whether it is outermost; left at the end of the block."""
-    scope, checkpoint, outermost = _compat.enter_cleanup_scope()
+def entered_cleanup_scope() -> Iterator[tuple[anyio.CancelScope | None, Any, Any]]:
+    """The cleanup scope as the route makes and enters it in the running task (None: left
+    out), its checkpoint, and the task where it is left out; left at the end of the block."""
+    scope, checkpoint, task = _compat.enter_cleanup_scope()
     try:
-        yield scope, checkpoint, outermost
+        yield scope, checkpoint, task
     finally:
-        scope.__exit__(None, None, None)
+        if scope is not None:
+            scope.__exit__(None, None, None)
 
 
-async def entered_cleanup_scope_facts() -> tuple[bool, bool]:
-    """Whether a cleanup scope entered in the running task is outermost, and idle."""
-    with entered_cleanup_scope() as (scope, _, outermost):
-        return outermost, _compat.scope_is_idle(scope)
+async def cleanup_scope_is_left_out() -> bool:
+    with entered_cleanup_scope() as (scope, _, task):
+        assert (scope is None) is (task is not None)
+        return scope is None
 
 
-def test_the_cleanup_scope_of_a_plain_task_is_outermost_and_idle() -> None:
-    async def main() -> tuple[bool, bool]:
-        return await asyncio.get_running_loop().create_task(entered_cleanup_scope_facts())
+def test_the_cleanup_scope_of_a_plain_task_is_left_out() -> None:
+    async def main() -> bool:
+        return await asyncio.get_running_loop().create_task(cleanup_scope_is_left_out())
 
-    assert asyncio.run(main()) == (True, True)
+    assert asyncio.run(main()) is True
 
 
-def test_the_cleanup_scope_inside_another_scope_is_not_outermost() -> None:
-    async def main() -> tuple[bool, bool]:
+def test_the_cleanup_scope_of_a_plain_task_whose_earlier_scope_closed_is_left_out() -> None:
+    async def main() -> bool:
         with anyio.CancelScope():
-            return await entered_cleanup_scope_facts()
+            pass
+        return await cleanup_scope_is_left_out()
 
-    assert asyncio.run(main())[0] is False
+    assert asyncio.run(main()) is True
 
 
-def test_the_cleanup_scope_in_a_task_groups_task_is_not_outermost() -> None:
-    facts: list[tuple[bool, bool]] = []
+def test_the_cleanup_scope_inside_another_scope_is_entered() -> None:
+    async def main() -> bool:
+        with anyio.move_on_after(1000):
+            return await cleanup_scope_is_left_out()
+
+    assert asyncio.run(main()) is False
+
+
+def test_the_cleanup_scope_in_a_task_groups_task_is_entered() -> None:
+    left_out: list[bool] = []
 
     async def child() -> None:
-        facts.append(await entered_cleanup_scope_facts())
+        left_out.append(await cleanup_scope_is_left_out())
 
     async def main() -> None:
         async with anyio.create_task_group() as group:
             group.start_soon(child)
 
     asyncio.run(main())
-    assert facts[0][0] is False
+    assert left_out == [False]
 
 
-def test_the_cleanup_scope_is_not_idle_while_a_scope_inside_it_is_open() -> None:
-    async def main() -> list[bool]:
-        with entered_cleanup_scope() as (scope, _, _):
-            before = _compat.scope_is_idle(scope)
-            with anyio.CancelScope():
-                inside = _compat.scope_is_idle(scope)
-            after = _compat.scope_is_idle(scope)
-        return [before, inside, after]
+def test_the_cleanup_scope_is_entered_where_sniffio_names_another_library(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As under trio-asyncio in trio mode: anyio takes the named library's backend (here a
+    stand-in), and the route enters that backend's scope."""
+    sniffio = pytest.importorskip("sniffio")
+    backend = anyio._core._eventloop.get_async_backend("asyncio")
+    monkeypatch.setattr(_compat, "_get_async_backend", lambda: backend)
 
-    assert asyncio.run(main()) == [True, False, True]
-
-
-def test_a_cancelled_cleanup_scope_is_not_idle() -> None:
     async def main() -> bool:
-        with entered_cleanup_scope() as (scope, _, _):
-            scope.cancel()
-            return _compat.scope_is_idle(scope)
+        token = sniffio.current_async_library_cvar.set("trio")
+        try:
+            return await cleanup_scope_is_left_out()
+        finally:
+            sniffio.current_async_library_cvar.reset(token)
 
     assert asyncio.run(main()) is False
 
 
+def test_a_plain_task_is_in_a_cancel_scope_only_while_one_is_open() -> None:
+    async def main() -> list[bool]:
+        task = asyncio.current_task()
+        before = _compat.in_a_cancel_scope(task)
+        with anyio.CancelScope():
+            inside = _compat.in_a_cancel_scope(task)
+        after = _compat.in_a_cancel_scope(task)
+        return [before, inside, after]
+
+    assert asyncio.run(main()) == [False, True, False]
+
+
 async def cleanup_scope_beside_anyios() -> tuple[bool, float, bool, bool]:
-    """The route's cleanup scope beside what anyio's backend for the running library makes:
-    the same class, its deadline and shield, and whether its checkpoint is anyio's."""
+    """The route's cleanup scope, entered inside another scope, beside what anyio's backend
+    for the running library makes: the same class, its deadline and shield, and whether
+    its checkpoint is anyio's."""
     backend = anyio._core._eventloop.get_async_backend()
-    with entered_cleanup_scope() as (scope, checkpoint, _):
+    with anyio.CancelScope(), entered_cleanup_scope() as (scope, checkpoint, _):
+        assert scope is not None
         same_class = type(scope) is type(backend.create_cancel_scope())
         anyios_checkpoint = checkpoint == backend.checkpoint_if_cancelled
         return same_class, scope.deadline, scope.shield, anyios_checkpoint
+
+
+def test_the_left_out_cleanup_scope_comes_with_anyios_checkpoint() -> None:
+    async def main() -> bool:
+        backend = anyio._core._eventloop.get_async_backend()
+        with entered_cleanup_scope() as (scope, checkpoint, _):
+            return scope is None and checkpoint == backend.checkpoint_if_cancelled
+
+    assert asyncio.run(main()) is True
 
 
 def test_the_cleanup_scope_is_the_scope_anyio_makes_on_asyncio() -> None:

@@ -21,7 +21,7 @@ cdef class RequestState:
     cdef public object function_exits
     cdef public object cleanup
     cdef public object checkpoint
-    cdef public bint outermost
+    cdef public object task
 
     cpdef object get_request(self)
     cpdef object get_sub_response(self)
@@ -61,7 +61,7 @@ cdef class Teardown:
     cdef public object gen
     cdef public object cleanup
     cdef public object checkpoint
-    cdef public bint outermost
+    cdef public object task
     cdef public bint was_shielded
 
 

@@ -43,8 +43,8 @@ from .._compat import (
     cache_request_body,
     concurrency_limit_generator,
     enter_cleanup_scope,
+    in_a_cancel_scope,
     run_in_exit_stacks,
-    scope_is_idle,
     stack_cleanup_scope,
     threadpool_generator,
 )
@@ -82,7 +82,6 @@ class RequestState:
         "cleanup",
         "exits",
         "function_exits",
-        "outermost",
         "parts",
         "raw",
         "receive",
@@ -92,6 +91,7 @@ class RequestState:
         "skipped",
         "started",
         "sub",
+        "task",
         "tasks",
     )
 
@@ -112,14 +112,16 @@ class RequestState:
         self.skipped = 0
         # Teardowns of generators set up without FastAPI's stacks, on the
         # request's scope (with the cleanup scope FastAPI 0.165 enters before the first
-        # async generator) and on the function's, and that cleanup scope.
+        # async generator) and on the function's, and that cleanup scope (None where it
+        # is left out: `_compat.enter_cleanup_scope`).
         self.exits: list[Teardown | CancelScope] | None = None
         self.function_exits: list[Teardown | CancelScope] | None = None
         self.cleanup: CancelScope | None = None
-        # The cleanup scope's library's `checkpoint_if_cancelled`, set with it.
+        # The running library's `checkpoint_if_cancelled`, set when the cleanup scope is
+        # entered or left out (at the first async generator), and the request's task
+        # where it is left out.
         self.checkpoint: Callable[[], Awaitable[None]] | None = None
-        # Whether the cleanup scope is its task's outermost (`_compat.enter_cleanup_scope`).
-        self.outermost = False
+        self.task: Any = None
 
     def get_request(self) -> Request:
         request = self.request
@@ -176,33 +178,34 @@ class Teardown:
     `asynccontextmanager` enters it, on 0.165 with the shielded exit around its exit (the
     request's cleanup scope shielded during the teardown, its shield restored, then a
     pending cancellation delivered when no exception leaves the teardown). Where the
-    cleanup scope is the outermost scope of its task (`_compat.enter_cleanup_scope`: an
-    ASGI server's task, on asyncio), the shield keeps nothing out and is left alone, and
-    the checkpoint is skipped while it would return at once (`_compat.scope_is_idle`):
-    the same behaviour, without anyio's Python code for them. A sync generator or a
-    concurrency limit is FastAPI's own wrapper generator, entered the same way.
+    cleanup scope is left out (`_compat.enter_cleanup_scope`: it would be its task's
+    outermost scope), there is no shield to set, and the checkpoint is skipped while the
+    request's task is inside no cancel scope, where it would return at once. A sync
+    generator or a concurrency limit is FastAPI's own wrapper generator, entered the same
+    way.
 
     The compiled build's coroutines await only outside `except` and `finally` clauses
     (see `_dependencies.teardown`)."""
 
-    __slots__ = ("checkpoint", "cleanup", "gen", "outermost", "was_shielded")
+    __slots__ = ("checkpoint", "cleanup", "gen", "task", "was_shielded")
 
     def __init__(
         self,
         gen: Any,
-        cleanup: CancelScope | None,
-        checkpoint: Callable[[], Awaitable[None]] | None,
-        outermost: bool,
+        cleanup: CancelScope | None = None,
+        checkpoint: Callable[[], Awaitable[None]] | None = None,
+        task: Any = None,
     ) -> None:
         self.gen = gen
         self.cleanup = cleanup  # the request's cleanup scope (shielded exit), or None
-        self.checkpoint = checkpoint  # `checkpoint_if_cancelled` after a shielded exit
-        self.outermost = outermost  # the cleanup scope is its task's outermost scope
+        # `checkpoint_if_cancelled` after a shielded exit; None: no shielded exit.
+        self.checkpoint = checkpoint
+        self.task = task  # the request's task, where the cleanup scope is left out
         self.was_shielded = False  # its shield when the generator was set up
 
     async def __aenter__(self) -> Any:
         cleanup = self.cleanup
-        if cleanup is not None and not self.outermost:
+        if cleanup is not None:
             self.was_shielded = cleanup.shield
         try:
             return await anext(self.gen)
@@ -210,14 +213,14 @@ class Teardown:
             raise RuntimeError("generator didn't yield") from None
 
     async def __aexit__(self, typ: Any, exc: Any, tb: Any) -> bool:
-        cleanup = self.cleanup
-        if cleanup is None:
+        checkpoint = self.checkpoint
+        if checkpoint is None:
             return await self.close(typ, exc, tb)
-        if self.outermost:
-            # Its shield keeps nothing out (see the class docstring).
+        cleanup = self.cleanup
+        if cleanup is None:  # left out (see the class docstring)
             suppressed = await self.close(typ, exc, tb)
-            if (typ is None or suppressed) and not scope_is_idle(cleanup):
-                await self.checkpoint()  # type: ignore[misc]
+            if (typ is None or suppressed) and in_a_cancel_scope(self.task):
+                await checkpoint()
             return suppressed
         cleanup.shield = True
         try:
@@ -225,7 +228,7 @@ class Teardown:
         finally:
             cleanup.shield = self.was_shielded
         if typ is None or suppressed:
-            await self.checkpoint()  # type: ignore[misc]
+            await checkpoint()
         return suppressed
 
     async def close(self, typ: Any, exc: Any, tb: Any) -> bool:
@@ -270,33 +273,32 @@ def prepare_generator(
     FastAPI's `_solve_generator` would enter (not entered yet). On 0.165 the request's
     cleanup scope is entered before the first async generator, so that it encloses their
     scopes; where FastAPI's stacks are not used, it is closed where FastAPI's request
-    stack closes it (it goes into `state.exits` first)."""
+    stack closes it (it goes into `state.exits` first), or left out where it would be its
+    task's outermost scope (`_compat.enter_cleanup_scope`)."""
     if step.kind == DEP_SYNC_GENERATOR:
         assert threadpool_generator is not None  # else `_dependencies.plan` refuses the step
-        teardown = Teardown(threadpool_generator(step.call(**kwargs)), None, None, False)
+        teardown = Teardown(threadpool_generator(step.call(**kwargs)))
     else:
         gen = step.call(**kwargs)
         if not SHIELDS_ASYNC_TEARDOWN:
-            teardown = Teardown(gen, None, None, False)
+            teardown = Teardown(gen)
         elif on_stacks:
-            teardown = Teardown(
-                gen, stack_cleanup_scope(state.scope), checkpoint_if_cancelled, False
-            )
+            teardown = Teardown(gen, stack_cleanup_scope(state.scope), checkpoint_if_cancelled)
         else:
-            cleanup = state.cleanup
-            if cleanup is None:
-                cleanup, state.checkpoint, state.outermost = enter_cleanup_scope()
-                state.cleanup = cleanup
-                if state.exits is None:
-                    state.exits = [cleanup]
-                else:
-                    state.exits.append(cleanup)
-            teardown = Teardown(gen, cleanup, state.checkpoint, state.outermost)
+            if state.checkpoint is None:
+                cleanup, state.checkpoint, state.task = enter_cleanup_scope()
+                if cleanup is not None:
+                    state.cleanup = cleanup
+                    if state.exits is None:
+                        state.exits = [cleanup]
+                    else:
+                        state.exits.append(cleanup)
+            teardown = Teardown(gen, state.cleanup, state.checkpoint, state.task)
     concurrency = step.concurrency
     if concurrency is not None:
         assert concurrency_limit_generator is not None  # else `_dependencies.plan` refuses the step
         limited = concurrency_limit_generator(teardown, concurrency.get_semaphore())
-        teardown = Teardown(limited, None, None, False)
+        teardown = Teardown(limited)
     return teardown
 
 
