@@ -845,7 +845,8 @@ def enter_cleanup_scope() -> tuple[CancelScope | None, Callable[[], Awaitable[No
     The scope would be outermost in an asyncio task inside no anyio cancel scope: the
     request's task of an ASGI server, outside any task group. No cancellation can come from
     outside it there, so its shield keeps nothing out, and the route leaves it out with
-    its anyio bookkeeping (about 25,000 instructions a request). One thing differs from
+    its anyio bookkeeping (on a GET with two dependencies, about 18,000 instructions fewer
+    a request, this question included). One thing differs from
     FastAPI 0.165 then, as it did before 0.165: a task the request starts with
     `TaskGroup.start()` in a task group of the application's belongs to that group's
     scope until it reports started, rather than to the request's (see the README).
