@@ -828,6 +828,10 @@ else:
 # asks the same directly). `_UNKNOWN` where anyio does not say, and then anyio is asked.
 _UNKNOWN = object()
 _anyio_sniffio: Any = getattr(_anyio_eventloop, "sniffio", _UNKNOWN)
+# The names sniffio answers before it looks for asyncio: one set for the thread (sniffio
+# 1.3 on), then one set for the context; None where this sniffio has no such name.
+_sniffio_thread_local: Any = getattr(_anyio_sniffio, "thread_local", None)
+_sniffio_cvar: Any = getattr(_anyio_sniffio, "current_async_library_cvar", None)
 _TAKES_ASYNCIO_SCOPE = (
     _AsyncioCancelScope is not None
     and _asyncio_checkpoint_if_cancelled is not None
@@ -859,12 +863,11 @@ def enter_cleanup_scope() -> tuple[CancelScope | None, Callable[[], Awaitable[No
     checkpoint: Callable[[], Awaitable[None]]
     task = None
     if _TAKES_ASYNCIO_SCOPE:
-        sniffio = _anyio_sniffio
-        # sniffio's order: a name set for the thread, then for the context, then asyncio
-        # while an asyncio task runs.
-        library = None if sniffio is None else sniffio.thread_local.name
-        if library is None and sniffio is not None:
-            library = sniffio.current_async_library_cvar.get()
+        # sniffio's order, then asyncio while an asyncio task runs (without sniffio, anyio
+        # takes asyncio while its loop runs, and no name is set).
+        library = None if _sniffio_thread_local is None else _sniffio_thread_local.name
+        if library is None and _sniffio_cvar is not None:
+            library = _sniffio_cvar.get()
         if library is None or library == "asyncio":
             try:
                 task = current_task()
