@@ -1019,23 +1019,31 @@ def test_the_cleanup_scope_in_a_task_groups_task_is_entered() -> None:
     assert left_out == [False]
 
 
+def left_out_with_the_context_named(
+    sniffio: Any, library: str, monkeypatch: pytest.MonkeyPatch
+) -> bool:
+    """Whether a plain task's cleanup scope is left out while sniffio's context names
+    `library`; anyio's backend for another library is stood in for by asyncio's."""
+    backend = anyio._core._eventloop.get_async_backend("asyncio")
+    monkeypatch.setattr(_compat, "_get_async_backend", lambda: backend)
+
+    async def main() -> bool:
+        token = sniffio.current_async_library_cvar.set(library)
+        try:
+            return await cleanup_scope_is_left_out()
+        finally:
+            sniffio.current_async_library_cvar.reset(token)
+
+    return asyncio.run(main())
+
+
 def test_the_cleanup_scope_is_entered_where_sniffio_names_another_library(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """As under trio-asyncio in trio mode: anyio takes the named library's backend (here a
     stand-in), and the route enters that backend's scope."""
     sniffio = pytest.importorskip("sniffio")
-    backend = anyio._core._eventloop.get_async_backend("asyncio")
-    monkeypatch.setattr(_compat, "_get_async_backend", lambda: backend)
-
-    async def main() -> bool:
-        token = sniffio.current_async_library_cvar.set("trio")
-        try:
-            return await cleanup_scope_is_left_out()
-        finally:
-            sniffio.current_async_library_cvar.reset(token)
-
-    assert asyncio.run(main()) is False
+    assert left_out_with_the_context_named(sniffio, "trio", monkeypatch) is False
 
 
 def test_a_plain_task_is_in_a_cancel_scope_only_while_one_is_open() -> None:
@@ -1120,15 +1128,5 @@ def test_sniffios_name_for_the_thread_comes_before_the_contexts(
     sniffio = pytest.importorskip("sniffio")
     if not hasattr(sniffio, "thread_local"):
         pytest.skip("sniffio before 1.3 has no name for the thread")
-    backend = anyio._core._eventloop.get_async_backend("asyncio")
-    monkeypatch.setattr(_compat, "_get_async_backend", lambda: backend)
     monkeypatch.setattr(sniffio.thread_local, "name", "trio")
-
-    async def main() -> bool:
-        token = sniffio.current_async_library_cvar.set("asyncio")
-        try:
-            return await cleanup_scope_is_left_out()
-        finally:
-            sniffio.current_async_library_cvar.reset(token)
-
-    assert asyncio.run(main()) is False
+    assert left_out_with_the_context_named(sniffio, "asyncio", monkeypatch) is False
