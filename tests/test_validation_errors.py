@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+import time
 from typing import Annotated, Any
 
 import msgspec
@@ -255,12 +256,7 @@ def test_an_unknown_field_is_located_by_its_name(router: MsgspecRouter) -> None:
     ]
 
 
-def test_errors_of_a_megabyte_of_bad_items_stop_at_the_cap(
-    cities: MsgspecRouter, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The count cap, not the time budget: on a loaded machine the budget may run out
-    # first, which is what it is for, but not what this test checks.
-    monkeypatch.setattr(validation, "TIME_BUDGET", 60.0)
+def test_errors_of_a_megabyte_of_bad_items_stop_at_the_cap(cities: MsgspecRouter) -> None:
     item = {"name": 1, "population": "x" * 20}
     body = msgspec.json.encode([item] * 25_000)
     assert len(body) > 1_000_000
@@ -269,6 +265,50 @@ def test_errors_of_a_megabyte_of_bad_items_stop_at_the_cap(
 
     assert len(locs(response)) == MAX_ERRORS
     assert locs(response)[:2] == [["body", 0, "name"], ["body", 0, "population"]]
+
+
+def test_a_report_spent_before_its_first_field_names_the_first_error_msgspec_found(
+    cities: MsgspecRouter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first item's check spends the whole budget: its fields are not walked.
+    monkeypatch.setattr(validation, "WORK_BUDGET", 0)
+    item = {"name": 1, "population": "x"}
+
+    response = post(cities, "/cities", [item, item])
+
+    assert locs(response) == [["body", 0, "name"]]
+
+
+def test_a_report_lists_the_same_errors_however_slow_the_machine(
+    cities: MsgspecRouter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A clock that runs a second a reading: what a report lists must not depend on it.
+    readings = iter(range(10**9))
+    monkeypatch.setattr(time, "perf_counter", lambda: float(next(readings)))
+    monkeypatch.setattr(time, "monotonic", lambda: float(next(readings)))
+    item = {"name": 1, "population": "x"}
+
+    response = post(cities, "/cities", [item] * 3)
+
+    assert len(locs(response)) == 6
+
+
+def test_a_report_stops_where_its_checks_use_up_the_work_budget(
+    cities: MsgspecRouter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each bad item costs three checks: the item, then each of its two fields.
+    item = {"name": 1, "population": "x"}
+    one_check = validation.CHECK_COST + len(msgspec.json.encode(item))
+    monkeypatch.setattr(validation, "WORK_BUDGET", 5 * one_check)
+
+    response = post(cities, "/cities", [item] * 10)
+
+    assert locs(response) == [
+        ["body", 0, "name"],
+        ["body", 0, "population"],
+        ["body", 1, "name"],
+        ["body", 1, "population"],
+    ]
 
 
 def test_a_deeply_nested_recursive_body_is_located_at_its_depth(router: MsgspecRouter) -> None:

@@ -6,8 +6,8 @@ that is not JSON at all is still a 400) and walks the declared type over the dec
 to list every invalid field, each with FastAPI's `loc`: `("body", "population")`,
 `("body", 1, "population")`, `("body", "scores", "k")`. The walk checks each field against
 its own type with a decoder built once per type, and stops after `MAX_ERRORS` errors or
-`TIME_BUDGET` seconds, so a hostile body cannot make reporting expensive. The successful
-decode never comes here.
+once its checks have cost `WORK_BUDGET`, so a hostile body cannot make reporting
+expensive. The successful decode never comes here.
 
 A MessagePack body gets its own `BodyErrors` (``msgpack=True``), which decodes and checks
 values as MessagePack; inputs it reports are made JSON-ready (bytes as base64, extension
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 import sys
-import time
 from collections.abc import Sequence
 from types import FrameType, NoneType, UnionType
 from typing import Annotated, Any, Union, get_args, get_origin
@@ -33,7 +32,12 @@ from fastapi.exceptions import RequestValidationError
 from .._shared import malformed_json, malformed_msgpack, nested_too_deeply
 
 MAX_ERRORS = 100
-TIME_BUDGET = 0.05
+# What one report's checks may cost, in bytes: a check encodes a value again and decodes
+# it with its type's decoder, counted as its encoded size plus `CHECK_COST` for the calls.
+# Counted, not timed, so that a body gets the same report however loaded the machine is;
+# the budget is some tens of milliseconds of checks on a current core.
+WORK_BUDGET = 16 * 2**20
+CHECK_COST = 512
 
 Loc = tuple[str | int, ...]
 
@@ -171,15 +175,28 @@ def _struct_class(annotation: Any) -> type[msgspec.Struct] | None:
 class _Walk:
     """One report: the errors found so far, within the caps."""
 
-    __slots__ = ("checker", "deadline", "errors")
+    __slots__ = ("checker", "errors", "spent")
 
     def __init__(self, checker: BodyErrors) -> None:
         self.checker = checker
         self.errors: list[dict[str, Any]] = []
-        self.deadline = time.perf_counter() + TIME_BUDGET
+        self.spent = 0
 
     def full(self) -> bool:
-        return len(self.errors) >= MAX_ERRORS or time.perf_counter() > self.deadline
+        return len(self.errors) >= MAX_ERRORS or self.spent > WORK_BUDGET
+
+    def problem(self, annotation: Any, value: Any) -> str | None:
+        """msgspec's message for `value` as `annotation`, its cost counted."""
+        checker = self.checker
+        encoded = msgspec.msgpack.encode(value) if checker.msgpack else msgspec.json.encode(value)
+        self.spent += CHECK_COST + len(encoded)
+        return checker.problem(annotation, encoded)
+
+    def key_problem(self, key_type: Any, key: Any) -> str | None:
+        """msgspec's message (without its path) for `key` as a dict key of `key_type`, or
+        None when it is valid."""
+        problem = self.problem(self.checker.key_annotation(key_type), {key: None})
+        return None if problem is None else split_message(problem)[0]
 
     def add(self, loc: Loc, message: str, value: Any, missing: bool = False) -> None:
         if len(self.errors) >= MAX_ERRORS:
@@ -217,7 +234,7 @@ class _Walk:
         """Add the errors of `value` against `annotation`, found at `loc`."""
         if self.full():
             return
-        problem = self.checker.problem(annotation, value)
+        problem = self.problem(annotation, value)
         if problem is None:
             return
         before = len(self.errors)
@@ -249,7 +266,7 @@ class _Walk:
             for key, item in value.items():
                 if self.full():
                     return
-                problem = self.checker.key_problem(key_type, key)
+                problem = self.key_problem(key_type, key)
                 if problem is not None:
                     # As Pydantic: the key at `[key]` under its own name, then its value.
                     where = (*loc, key, "[key]")
@@ -331,31 +348,26 @@ class BodyErrors:
             found = self.fields[cls] = msgspec.structs.fields(cls)
         return found
 
-    def problem(self, annotation: Any, value: Any) -> str | None:
-        """msgspec's message for `value` decoded as `annotation`, or None when it is valid."""
+    def problem(self, annotation: Any, encoded: bytes) -> str | None:
+        """msgspec's message for `encoded` decoded as `annotation`, or None when it is
+        valid."""
         entry = self.decoders.get(id(annotation))
         if entry is None:
             codec = msgspec.msgpack if self.msgpack else msgspec.json
             entry = self.decoders[id(annotation)] = (annotation, codec.Decoder(annotation))
-        decoder = entry[1]
         try:
-            if self.msgpack:
-                decoder.decode(msgspec.msgpack.encode(value))
-            else:
-                decoder.decode(msgspec.json.encode(value))
+            entry[1].decode(encoded)
         except msgspec.ValidationError as exc:
             return str(exc)
         return None
 
-    def key_problem(self, key_type: Any, key: Any) -> str | None:
-        """msgspec's message (without its path) for `key` read as a dict key of
-        `key_type`, or None when it is valid. A JSON key is a string, which msgspec reads
-        as a number or another type only where it is a dict's key."""
+    def key_annotation(self, key_type: Any) -> Any:
+        """A dict of `key_type` keys, to check one key as a key: a JSON key is a string,
+        which msgspec reads as a number or another type only where it is a dict's key."""
         entry = self.key_types.get(id(key_type))
         if entry is None:
             entry = self.key_types[id(key_type)] = (key_type, dict[key_type, Any])
-        problem = self.problem(entry[1], {key: None})
-        return None if problem is None else split_message(problem)[0]
+        return entry[1]
 
     def malformed(self, exc: BaseException, raw: bytes) -> Exception:
         """The error for a body msgspec could not parse: the 400."""
