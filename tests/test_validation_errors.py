@@ -282,10 +282,10 @@ def test_a_report_spent_before_its_first_field_names_the_first_error_msgspec_fou
 def test_a_report_lists_the_same_errors_however_slow_the_machine(
     cities: MsgspecRouter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # A clock that runs a second a reading: what a report lists must not depend on it.
+    # Clocks that run a second a reading: what a report lists must not depend on them.
     readings = iter(range(10**9))
-    monkeypatch.setattr(time, "perf_counter", lambda: float(next(readings)))
-    monkeypatch.setattr(time, "monotonic", lambda: float(next(readings)))
+    for clock in ("perf_counter", "monotonic", "time", "process_time", "thread_time"):
+        monkeypatch.setattr(time, clock, lambda: float(next(readings)))
     item = {"name": 1, "population": "x"}
 
     response = post(cities, "/cities", [item] * 3)
@@ -296,7 +296,8 @@ def test_a_report_lists_the_same_errors_however_slow_the_machine(
 def test_a_report_stops_where_its_checks_use_up_the_work_budget(
     cities: MsgspecRouter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Each bad item costs three checks: the item, then each of its two fields.
+    # Each bad item costs three checks: the item, then each of its two fields (their
+    # values are shorter than the item's, so each field costs less than `one_check`).
     item = {"name": 1, "population": "x"}
     one_check = validation.CHECK_COST + len(msgspec.json.encode(item))
     monkeypatch.setattr(validation, "WORK_BUDGET", 5 * one_check)
@@ -309,6 +310,19 @@ def test_a_report_stops_where_its_checks_use_up_the_work_budget(
         ["body", 1, "name"],
         ["body", 1, "population"],
     ]
+
+
+def test_a_report_counts_the_size_of_what_it_checks_against_the_work_budget(
+    cities: MsgspecRouter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The budget of ten small checks: long values use it up after the second item's
+    # name, where ten checks of small values would reach the fourth item.
+    monkeypatch.setattr(validation, "WORK_BUDGET", 10 * validation.CHECK_COST)
+    item = {"name": 1, "population": "x" * 1000}
+
+    response = post(cities, "/cities", [item] * 10)
+
+    assert locs(response) == [["body", 0, "name"], ["body", 0, "population"], ["body", 1, "name"]]
 
 
 def test_a_deeply_nested_recursive_body_is_located_at_its_depth(router: MsgspecRouter) -> None:
