@@ -59,6 +59,7 @@ REGISTRATION = {
     "_dependencies.plan",
     "_endpoint.plan",
     "_endpoint.analysis",
+    "_endpoint.pydantic_route",
     "_endpoint.shaping",
     "_openapi.schemas",
     "_openapi.install",

@@ -51,6 +51,7 @@ from fastapi.telemetry import _api as _telemetry
 from fastapi.telemetry import _asgi as _telemetry_asgi
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
 from starlette._exception_handler import _lookup_exception_handler
 from starlette._utils import get_route_path as _get_route_path
 from starlette._utils import is_async_callable as _is_async_callable
@@ -499,6 +500,58 @@ def header_model_errors_by_header_name() -> bool:
     dependant = get_dependant(path="/", call=endpoint)
     _, errors = request_params_to_args(dependant.header_params, Headers({"x-probe": "?"}))
     return bool(errors[0]["loc"][-1] == "x-probe")
+
+
+# -- Pydantic routes on the direct tier: FastAPI's own reading of a body, without its handler --
+# Checked against FastAPI 0.142.2 and 0.165.0.
+
+
+def embeds_body_fields(route: Any) -> bool:
+    """Whether FastAPI reads the route's body fields by key (several, or `embed=True`)."""
+    return bool(route._embed_body_fields)
+
+
+@cache
+def absent_body() -> Any:
+    """What FastAPI's handler hands its solving for a request without a body: None where
+    it takes a JSON `null` body as missing too (0.142.2), else PydanticUndefined (0.165,
+    which validates `null`)."""
+    return None if body_null_is_missing() else PydanticUndefined
+
+
+def validate_body(fields: list[Any], body: Any, embedded: bool) -> tuple[dict[str, Any], list[Any]]:
+    """The body's values by parameter name and its errors, from FastAPI's own
+    `request_body_to_args`. It awaits nothing for a body that is not a form, so its
+    coroutine is run by hand: one step, no event loop."""
+    solving = request_body_to_args(fields, body, embedded)
+    try:
+        solving.send(None)
+    except StopIteration as done:
+        values, errors = done.value
+        return values, errors
+    solving.close()
+    raise RuntimeError("FastAPI's request_body_to_args awaited on a body that is not a form")
+
+
+_validate_value_with_model_field = _dep_utils._validate_value_with_model_field
+_BODY_LOC = ("body",)
+
+
+def validate_whole_body(field: Any, body: Any) -> tuple[Any, list[Any]]:
+    """`validate_body` for a route whose one body field is the whole body (not a form,
+    not embedded): the step `request_body_to_args` takes for it, without its checks."""
+    return _validate_value_with_model_field(field=field, value=body, values={}, loc=_BODY_LOC)
+
+
+def endpoint_context(call: Any, path: str, scope: Scope) -> Any:
+    """The endpoint context FastAPI's handler gives its validation errors (where the
+    endpoint is defined, and the request's method and path template), made as it makes
+    it; only when a request fails."""
+    context = _routing._extract_endpoint_context(call)
+    if path:
+        mount_path = scope.get("root_path", "").rstrip("/")
+        context["path"] = f"{scope['method']} {mount_path}{path}"
+    return context
 
 
 def exception_handler(scope: Scope, exc: Exception) -> Callable[..., Any] | None:

@@ -16,6 +16,8 @@ from libc.string cimport memcmp
 
 from contextlib import suppress
 from copy import deepcopy
+from json import JSONDecodeError
+from json import loads as json_loads
 from time import monotonic
 from urllib.parse import parse_qsl
 
@@ -28,6 +30,7 @@ from starlette.requests import cookie_parser
 from starlette.responses import Response, StreamingResponse
 
 from msgspec_fastapi import _shared
+from msgspec_fastapi._compat import validate_body, validate_whole_body
 from msgspec_fastapi._errors.handlers import handle_route_exception
 from msgspec_fastapi._shared import (
     ClientDisconnect,
@@ -37,13 +40,18 @@ from msgspec_fastapi._shared import (
     ServerSentEvent,
     body_missing,
     body_too_large,
+    body_unreadable,
     encode_untyped_item,
     event_data,
     fill_dataclass_defaults,
     format_sse_event,
+    json_invalid,
     nested_too_deeply,
+    pydantic_request_invalid,
+    pydantic_response_invalid,
     response_invalid,
     sse_ping_interval,
+    takes_json,
     unsupported_media_type,
 )
 from msgspec_fastapi._errors.validation import request_invalid
@@ -922,6 +930,122 @@ cdef class RouteRuntime:
         if error is not None:
             # Outside the except block: the handler clears the exception's traceback,
             # which a coroutine suspended inside that block would still read.
+            if tracker is not None:
+                started = tracker.started
+            await handle_route_exception(error, scope, receive, send, started, raw)
+
+
+cdef class PydanticRuntime(RouteRuntime):
+    """The direct tier's app for a route FastAPI validates with Pydantic alone: see
+    `_fastpath_py`."""
+
+    cdef object absent_body
+    cdef list body_fields
+    cdef object whole_body
+    cdef dict dump_options
+    cdef str path
+    cdef object response_field
+
+    def __init__(self, plan):
+        RouteRuntime.__init__(self, plan.route)
+        self.body_fields = plan.body_fields
+        self.has_body = bool(plan.body_fields)
+        self.embedded = plan.embedded
+        self.whole_body = plan.whole_body
+        self.body_name = plan.body_name
+        self.absent_body = plan.absent_body
+        self.response_field = plan.response_field
+        self.dump_options = plan.dump_options
+        self.path = plan.path
+
+    cdef object read_json(self, dict scope, bytes raw):
+        cdef object name, value
+        cdef bytes content_type = b""
+        if not raw:
+            return self.absent_body
+        for name, value in scope["headers"]:
+            if name == b"content-type":
+                content_type = value
+                break
+        if not content_type:
+            if self.strict_content_type:
+                return raw
+        elif content_type != b"application/json" and not takes_json(content_type):
+            return raw
+        try:
+            return json_loads(raw)
+        except JSONDecodeError as exc:
+            raise json_invalid(exc, self.endpoint, self.path, scope) from exc
+        except Exception as exc:
+            raise body_unreadable() from exc
+
+    def checked_result(self, result, dict scope):
+        value, errors = self.response_field.validate(result, {}, loc=("response",))
+        if errors:
+            raise pydantic_response_invalid(errors, result, self.endpoint, self.path, scope)
+        return value
+
+    async def __call__(self, dict scope, receive, send):
+        cdef SendTracker tracker = None
+        cdef bint started = False
+        cdef object error = None
+        cdef bytes raw = None
+        cdef object body = None
+        cdef dict values
+        cdef list errors
+        cdef int status
+        cdef bytes payload
+        if scope.get(TELEMETRY_SCOPE_KEY) is not None:
+            await self.traced_app(scope, receive, send)
+            return
+        try:
+            if self.max_body_size >= 0:
+                self.check_declared_length(scope["headers"])
+            if self.has_body:
+                raw = await receive_body(receive, self.max_body_size)
+                body = self.read_json(scope, raw)
+            values, errors = self.extract_params(scope)
+            if self.whole_body is not None:
+                values[self.body_name], body_errors = validate_whole_body(self.whole_body, body)
+                errors.extend(body_errors)
+            elif self.has_body:
+                body_values, body_errors = validate_body(self.body_fields, body, self.embedded)
+                values.update(body_values)
+                errors.extend(body_errors)
+            if errors:
+                if body is self.absent_body:
+                    body = None
+                raise pydantic_request_invalid(errors, body, self.endpoint, self.path, scope)
+            if self.is_coroutine:
+                result = await self.endpoint(**values)
+            else:
+                result = await run_in_threadpool(self.endpoint, **values)
+            if isinstance(result, Response):
+                tracker = SendTracker(send)
+                await result(scope, receive, tracker)
+                return
+            if self.is_coroutine:
+                value = self.checked_result(result, scope)
+            else:
+                value = await run_in_threadpool(self.checked_result, result, scope)
+            payload = self.response_field.serialize_json(value, **self.dump_options)
+            status = self.status_code
+            if not body_allowed(status):
+                payload = b""
+            started = True
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": response_headers(status, payload, JSON_CONTENT_TYPE, False),
+                }
+            )
+            await send({"type": "http.response.body", "body": payload})
+        except ClientDisconnect:
+            return
+        except Exception as exc:
+            error = exc
+        if error is not None:
             if tracker is not None:
                 started = tracker.started
             await handle_route_exception(error, scope, receive, send, started, raw)

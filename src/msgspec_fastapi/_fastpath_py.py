@@ -44,6 +44,10 @@ Both twins implement one contract over a route's plan (`_endpoint.plan.RoutePlan
   parameters, the endpoint (sync ones in the threadpool), and the response sent straight
   to `send`. Exceptions reach the application's exception handlers as they would from
   a FastAPI route.
+- `await PydanticRuntime(plan)(scope, receive, send)` is the direct tier's app for a route
+  FastAPI validates with Pydantic alone (`_endpoint.pydantic_route`): the steps of
+  FastAPI's route handler without it, with FastAPI's own body and response fields, so that
+  it answers every request as the same route on an APIRouter does.
 
 Both twins give byte-identical responses for every input; tests drive them side by side.
 The compiled twin mirrors this file: the same definitions in the same order under the same
@@ -56,6 +60,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Iterable
 from contextlib import suppress
 from copy import deepcopy
+from json import JSONDecodeError
+from json import loads as json_loads
 from time import monotonic
 from typing import Any
 from urllib.parse import parse_qsl
@@ -70,6 +76,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from . import _shared
+from ._compat import validate_body, validate_whole_body
 from ._errors.handlers import handle_route_exception
 from ._errors.validation import request_invalid
 
@@ -90,13 +97,18 @@ from ._shared import (
     ServerSentEvent,
     body_missing,
     body_too_large,
+    body_unreadable,
     encode_untyped_item,
     event_data,
     fill_dataclass_defaults,
     format_sse_event,
+    json_invalid,
     nested_too_deeply,
+    pydantic_request_invalid,
+    pydantic_response_invalid,
     response_invalid,
     sse_ping_interval,
+    takes_json,
     unsupported_media_type,
 )
 
@@ -986,6 +998,138 @@ class RouteRuntime:
         if error is not None:
             # Outside the except block, as in the compiled twin, where a handler that
             # clears the traceback of an exception still being handled would crash.
+            if tracker is not None:
+                started = tracker.started
+            await handle_route_exception(error, scope, receive, send, started, raw)
+
+
+class PydanticRuntime(RouteRuntime):
+    """The direct tier's app for a route FastAPI validates with Pydantic alone
+    (`_endpoint.pydantic_route.PydanticPlan`): the steps of FastAPI's route handler, in
+    its order, with FastAPI's own fields and solving of the body.
+
+    The body is parsed as FastAPI's handler parses it (`json.loads`, where the content
+    type is JSON's or, without one, the route does not insist on it; the bytes
+    otherwise), then the parameters are converted, the body validated by FastAPI's
+    `request_body_to_args`, the endpoint called, and its result validated by the response
+    field (in the threadpool for a sync endpoint, as FastAPI does) and rendered by its
+    `serialize_json` with the route's response_model_* options.
+    """
+
+    __slots__ = (
+        "absent_body",
+        "body_fields",
+        "dump_options",
+        "path",
+        "response_field",
+        "whole_body",
+    )
+
+    absent_body: Any
+    body_fields: Any
+    whole_body: Any
+    dump_options: Any
+    path: Any
+    response_field: Any
+
+    def __init__(self, plan: Any) -> None:
+        RouteRuntime.__init__(self, plan.route)
+        self.body_fields = plan.body_fields
+        self.has_body = bool(plan.body_fields)
+        self.embedded = plan.embedded
+        self.whole_body = plan.whole_body
+        self.body_name = plan.body_name
+        self.absent_body = plan.absent_body
+        self.response_field = plan.response_field
+        self.dump_options = plan.dump_options
+        self.path = plan.path
+
+    def read_json(self, scope: Scope, raw: bytes) -> Any:
+        """The body as FastAPI's handler gives it to its solving: parsed JSON, the bytes
+        where the content type is not JSON's, the absent-body marker where it is empty."""
+        if not raw:
+            return self.absent_body
+        content_type = b""
+        for name, value in scope["headers"]:
+            if name == b"content-type":
+                content_type = value
+                break
+        if not content_type:
+            if self.strict_content_type:
+                return raw
+        elif content_type != b"application/json" and not takes_json(content_type):
+            return raw
+        try:
+            return json_loads(raw)
+        except JSONDecodeError as exc:
+            raise json_invalid(exc, self.endpoint, self.path, scope) from exc
+        except Exception as exc:
+            raise body_unreadable() from exc
+
+    def checked_result(self, result: Any, scope: Scope) -> Any:
+        """The endpoint's result validated by the response field, as FastAPI validates it."""
+        value, errors = self.response_field.validate(result, {}, loc=("response",))
+        if errors:
+            raise pydantic_response_invalid(errors, result, self.endpoint, self.path, scope)
+        return value
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        tracker: SendTracker | None = None
+        started = False
+        error: Exception | None = None
+        raw: bytes | None = None
+        body: Any = None
+        if scope.get(TELEMETRY_SCOPE_KEY) is not None:
+            await self.traced_app(scope, receive, send)
+            return
+        try:
+            if self.max_body_size >= 0:
+                self.check_declared_length(scope["headers"])
+            if self.has_body:
+                raw = await receive_body(receive, self.max_body_size)
+                body = self.read_json(scope, raw)
+            values, errors = self.extract_params(scope)
+            if self.whole_body is not None:
+                values[self.body_name], body_errors = validate_whole_body(self.whole_body, body)
+                errors.extend(body_errors)
+            elif self.has_body:
+                body_values, body_errors = validate_body(self.body_fields, body, self.embedded)
+                values.update(body_values)
+                errors.extend(body_errors)
+            if errors:
+                if body is self.absent_body:
+                    body = None
+                raise pydantic_request_invalid(errors, body, self.endpoint, self.path, scope)
+            if self.is_coroutine:
+                result = await self.endpoint(**values)
+            else:
+                result = await run_in_threadpool(self.endpoint, **values)
+            if isinstance(result, Response):
+                tracker = SendTracker(send)
+                await result(scope, receive, tracker)
+                return
+            if self.is_coroutine:
+                value = self.checked_result(result, scope)
+            else:
+                value = await run_in_threadpool(self.checked_result, result, scope)
+            payload = self.response_field.serialize_json(value, **self.dump_options)
+            status = self.status_code
+            if not body_allowed(status):
+                payload = b""
+            started = True
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": response_headers(status, payload, JSON_CONTENT_TYPE, False),
+                }
+            )
+            await send({"type": "http.response.body", "body": payload})
+        except ClientDisconnect:
+            return
+        except Exception as exc:
+            error = exc
+        if error is not None:
             if tracker is not None:
                 started = tracker.started
             await handle_route_exception(error, scope, receive, send, started, raw)

@@ -8,11 +8,13 @@ stream items, a ServerSentEvent's data.
 from __future__ import annotations
 
 import dataclasses
+import email.message
 import inspect
 import itertools
 import math
 from collections.abc import Callable
 from functools import partial
+from json import JSONDecodeError
 from typing import Any
 
 import msgspec
@@ -32,6 +34,7 @@ from ._compat import (
     ROUTE_CONTEXT_KEY,
     TELEMETRY_SCOPE_KEY,
     apply_form_limits,
+    endpoint_context,
     get_route_path,
     route_selected,
     sse_ping_interval,
@@ -335,6 +338,55 @@ def nested_too_deeply(msgpack: bool = False) -> HTTPException:
     if msgpack:
         return HTTPException(400, NESTED_TOO_DEEPLY_MSGPACK_DETAIL)
     return HTTPException(400, NESTED_TOO_DEEPLY_DETAIL)
+
+
+# -- Pydantic routes on the direct tier (`_endpoint.pydantic_route`): FastAPI's handler's
+# answers, made as it makes them.
+
+
+def takes_json(content_type: bytes) -> bool:
+    """Whether FastAPI's handler parses a body sent with this (non-empty) Content-Type as
+    JSON: an `application/json` or `application/*+json` type, as the standard library's
+    email parser reads the header."""
+    message = email.message.Message()
+    message["content-type"] = content_type.decode("latin-1")
+    if message.get_content_maintype() != "application":
+        return False
+    subtype = message.get_content_subtype()
+    return subtype == "json" or subtype.endswith("+json")
+
+
+def json_invalid(exc: JSONDecodeError, call: Any, path: str, scope: Any) -> RequestValidationError:
+    """FastAPI's 422 for a body `json.loads` refused."""
+    error = {
+        "type": "json_invalid",
+        "loc": ("body", exc.pos),
+        "msg": "JSON decode error",
+        "input": {},
+        "ctx": {"error": exc.msg},
+    }
+    context = endpoint_context(call, path, scope)
+    return RequestValidationError([error], body=exc.doc, endpoint_ctx=context)
+
+
+def body_unreadable() -> HTTPException:
+    """FastAPI's 400 for a body its handler could not parse otherwise."""
+    return HTTPException(status_code=400, detail="There was an error parsing the body")
+
+
+def pydantic_request_invalid(
+    errors: list[Any], body: Any, call: Any, path: str, scope: Any
+) -> RequestValidationError:
+    context = endpoint_context(call, path, scope)
+    return RequestValidationError(errors, body=body, endpoint_ctx=context)
+
+
+def pydantic_response_invalid(
+    errors: list[Any], result: Any, call: Any, path: str, scope: Any
+) -> ResponseValidationError:
+    return ResponseValidationError(
+        errors, body=result, endpoint_ctx=endpoint_context(call, path, scope)
+    )
 
 
 def body_missing() -> RequestValidationError:

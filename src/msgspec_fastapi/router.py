@@ -58,6 +58,7 @@ from ._endpoint.plan import (
     literal_path,
     segment_template,
 )
+from ._endpoint.pydantic_route import pydantic_plan
 from ._endpoint.telemetry import traced_handler
 from ._errors.pydantic_style import (
     FastAPIBodyErrors,
@@ -396,7 +397,12 @@ class MsgspecRoute(APIRoute):
         if errors is None and target is context:
             errors = getattr(context, _INHERITED_ERRORS_ATTR, None)
         fastapi_errors = errors == "fastapi"
-        prepare_dependant(target.dependant, fastapi_parameter_errors if fastapi_errors else None)
+        # A route without msgspec types answers every request as on an APIRouter, its
+        # parameters' failures too.
+        fastapi_parameters = fastapi_errors or spec is None
+        prepare_dependant(
+            target.dependant, fastapi_parameter_errors if fastapi_parameters else None
+        )
         if spec is not None and fastapi_errors and (spec.models or spec.form is not None):
             spec = fastapi_errors_spec(spec)
         body = spec.body if spec is not None else None
@@ -412,14 +418,21 @@ class MsgspecRoute(APIRoute):
             handler = super().get_route_handler()
         finally:
             target.dependency_overrides_provider = provider
-        if spec is None:
-            return handler
         # A route class with a handler of its own sees every request (no direct tier),
         # and may hand ours a Request of its own class: the body is read from that.
         own_handler = type(self).get_route_handler is not MsgspecRoute.get_route_handler
         # So does an integration (Sentry, say) that wrapped the endpoint FastAPI calls
         # while FastAPI built its handler.
         wrapped = target.dependant.call is not wrapper
+        if spec is None:
+            pydantic = None if own_handler or wrapped else pydantic_plan(target, self._own_limit())
+            direct = None
+            if pydantic is not None:
+                runtime = self.twin.PydanticRuntime(pydantic)
+                runtime.traced_app = _compat.route_app(handler)
+                direct = _compat.wrap_body_limit(runtime, getattr(target, "max_body_size", None))
+            setattr(target, DIRECT_ATTR, direct)
+            return handler
         output, respond_as = self._output_for(spec.output, target.response_class)
         may_run_direct = (
             spec.form is None and respond_as == _RESPOND_MSGSPEC and not (own_handler or wrapped)

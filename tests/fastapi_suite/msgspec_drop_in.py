@@ -31,6 +31,10 @@ FastAPI's tests that run in a child interpreter are skipped: those that
 runs `fastapi dev`. This plugin is not loaded there, so they test FastAPI alone; they cost
 about 40% of the suite's CPU time, and the CLI one times out on a loaded machine.
 
+At the end it prints how many of the route handlers built for routes without msgspec
+types (FastAPI validates them with Pydantic alone) run on the direct tier, and how many
+keep FastAPI's handler.
+
 The twin is the one the package picked at import (MSGSPEC_FASTAPI_PURE=1 forces the pure
 one); `outcomes` checks it is the one expected.
 """
@@ -49,6 +53,9 @@ from starlette.types import Receive, Scope, Send
 
 import msgspec_fastapi
 from msgspec_fastapi import MsgspecRouter, install_dispatch, install_openapi
+from msgspec_fastapi._compat import building_context
+from msgspec_fastapi._shared import DIRECT_ATTR
+from msgspec_fastapi.router import MsgspecRoute
 
 _ORIGINALS = {
     (fastapi, "APIRouter"): fastapi.APIRouter,
@@ -60,7 +67,8 @@ _OPENAPI = FastAPI.openapi
 # Applications seen by the first call, and the router classes of those left as they are.
 _SEEN: weakref.WeakSet[FastAPI] = weakref.WeakSet()
 _LEFT: list[str] = []
-_counts = {"dispatched": 0}
+_counts = {"dispatched": 0, "pydantic direct": 0, "pydantic delegated": 0}
+_GET_ROUTE_HANDLER = MsgspecRoute.get_route_handler
 # Where FastAPI's suite keeps the wrapper that runs a test in a child interpreter, and
 # the tests that start one themselves.
 _CHILD_RUNNER = os.path.join("tests", "test_telemetry", "_subprocess.py")
@@ -85,6 +93,18 @@ async def _call(self: FastAPI, scope: Scope, receive: Receive, send: Send) -> No
         else:
             _LEFT.append(type(router).__qualname__)
     await _CALL(self, scope, receive, send)
+
+
+def _get_route_handler(self: MsgspecRoute) -> Any:
+    """MsgspecRoute's, counting the tier of each handler built for a route without
+    msgspec types (for the route itself, or an inclusion of it)."""
+    handler = _GET_ROUTE_HANDLER(self)
+    if self.msgspec_spec is None:
+        context = building_context()
+        built = context if context is not None and context.original_route is self else self
+        tier = "direct" if getattr(built, DIRECT_ATTR, None) is not None else "delegated"
+        _counts[f"pydantic {tier}"] += 1
+    return handler
 
 
 def _openapi(self: FastAPI) -> dict[str, Any]:
@@ -113,6 +133,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for module, name in _ORIGINALS:
         setattr(module, name, FastAPIErrorsRouter if fastapi_errors else MsgspecRouter)
     FastAPI.openapi = _openapi  # type: ignore[method-assign]
+    MsgspecRoute.get_route_handler = _get_route_handler  # type: ignore[method-assign]
     if config.getoption("--msgspec-dispatch"):
         FastAPI.__call__ = _call  # type: ignore[method-assign]
 
@@ -132,6 +153,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         setattr(module, name, original)
     FastAPI.openapi = _OPENAPI  # type: ignore[method-assign]
     FastAPI.__call__ = _CALL  # type: ignore[method-assign]
+    MsgspecRoute.get_route_handler = _GET_ROUTE_HANDLER  # type: ignore[method-assign]
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -144,6 +166,11 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    direct, delegated = _counts["pydantic direct"], _counts["pydantic delegated"]
+    terminalreporter.write_line(
+        f"msgspec_drop_in: route handlers built for routes without msgspec types: "
+        f"{direct} on the direct tier, {delegated} with FastAPI's handler"
+    )
     if not config.getoption("--msgspec-dispatch"):
         return
     left = ", ".join(sorted(set(_LEFT))) or "none"

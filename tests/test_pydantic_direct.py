@@ -1,0 +1,403 @@
+"""Pydantic routes on the direct tier.
+
+A route FastAPI validates with Pydantic alone (a Pydantic body, response model or return
+annotation, no msgspec type) runs on a MsgspecRouter without FastAPI's route handler,
+where nothing between the request and the endpoint needs FastAPI's solving. Its answers
+are those of the same route on an APIRouter: each test here builds one app of each and
+compares status, headers and body bytes, and checks that our route was served by the
+direct tier (FastAPI's solving never ran for it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, Any
+
+import pydantic
+import pytest
+from fastapi import APIRouter, Body, Depends, FastAPI, Form, Request, Response
+from fastapi.exceptions import RequestValidationError, ResponseValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.testclient import TestClient
+from twins import Twin
+
+Define = Callable[[APIRouter], None]
+
+
+class Item(pydantic.BaseModel):
+    name: str
+    price: float
+    tags: list[str] = []
+
+
+class Shown(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(populate_by_name=True)
+    full_name: str = pydantic.Field(alias="fullName")
+    note: str | None = None
+    secret: str = "hidden"
+
+
+VALIDATED_ON_THE_LOOP: list[bool] = []
+
+
+class Checked(pydantic.BaseModel):
+    """Notes, each time it is validated, whether that ran on the event loop's thread."""
+
+    name: str
+
+    @pydantic.field_validator("name")
+    @classmethod
+    def note_thread(cls, value: str) -> str:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            VALIDATED_ON_THE_LOOP.append(False)
+        else:
+            VALIDATED_ON_THE_LOOP.append(True)
+        return value
+
+
+def apps(twin: Twin, define: Define, **router_options: Any) -> tuple[FastAPI, FastAPI, Any]:
+    """The same routes on an APIRouter's app and on a MsgspecRouter's (on `twin`), and the
+    MsgspecRouter."""
+    theirs, ours = FastAPI(), FastAPI()
+    fastapi_router = APIRouter(**router_options)
+    define(fastapi_router)
+    theirs.include_router(fastapi_router)
+    router = twin.router_class(**router_options)
+    define(router)
+    ours.include_router(router)
+    return theirs, ours, router
+
+
+def answer(app: FastAPI, method: str, url: str, **options: Any) -> tuple[int, list[Any], bytes]:
+    client = TestClient(app, raise_server_exceptions=False)
+    response = client.request(method, url, **options)
+    return response.status_code, list(response.headers.raw), response.content
+
+
+def assert_same(
+    twin: Twin, solved: list[Any], define: Define, method: str, url: str, **options: Any
+) -> tuple[int, list[Any], bytes]:
+    """Our answer equals FastAPI's, and our routes ran on the direct tier."""
+    theirs, ours, router = apps(twin, define)
+    assert [route.tier for route in router.routes] == ["direct"] * len(router.routes)
+    expected = answer(theirs, method, url, **options)
+    solved.clear()
+    assert answer(ours, method, url, **options) == expected
+    assert not solved, "FastAPI's handler solved a route of ours"
+    return expected
+
+
+def item_routes(router: APIRouter) -> None:
+    @router.post("/items")
+    async def create(item: Item) -> Item:
+        return item
+
+    @router.get("/items/{item_id}", response_model=Item)
+    async def read(item_id: int, q: str = "", limit: int = 10) -> Any:
+        return {"name": f"é{item_id}{q}", "price": limit / 3}
+
+
+def test_a_valid_body_is_validated_and_echoed_as_fastapi_does(
+    twin: Twin, solved: list[Any]
+) -> None:
+    status, _, body = assert_same(
+        twin, solved, item_routes, "POST", "/items", json={"name": "pen", "price": "2"}
+    )
+    assert (status, body) == (200, b'{"name":"pen","price":2.0,"tags":[]}')
+
+
+def test_path_and_query_parameters_are_converted_as_fastapi_does(
+    twin: Twin, solved: list[Any]
+) -> None:
+    status, _, body = assert_same(twin, solved, item_routes, "GET", "/items/7?q=x&limit=4")
+    assert status == 200
+    assert body == '{"name":"é7x","price":1.3333333333333333,"tags":[]}'.encode()
+
+
+def test_a_bad_parameter_gets_pydantics_error_as_fastapi_gives_it(
+    twin: Twin, solved: list[Any]
+) -> None:
+    status, _, body = assert_same(twin, solved, item_routes, "GET", "/items/seven?limit=many")
+    assert status == 422
+    assert b'"int_parsing"' in body
+
+
+def test_malformed_json_is_fastapis_json_invalid_422(twin: Twin, solved: list[Any]) -> None:
+    status, _, body = assert_same(
+        twin, solved, item_routes, "POST", "/items", content=b'{"name": "pen",', headers=JSON
+    )
+    assert status == 422
+    assert b'"json_invalid"' in body
+
+
+def test_a_body_that_is_not_utf8_is_fastapis_400(twin: Twin, solved: list[Any]) -> None:
+    status, _, _ = assert_same(
+        twin, solved, item_routes, "POST", "/items", content=b'{"name": "\xff"}', headers=JSON
+    )
+    assert status == 400
+
+
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/problem+json", "application/json; charset=utf-8"]
+)
+def test_the_content_type_decides_whether_the_body_is_read_as_json(
+    twin: Twin, solved: list[Any], content_type: str
+) -> None:
+    headers = {"content-type": content_type}
+    assert_same(twin, solved, item_routes, "POST", "/items", content=PEN, headers=headers)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_a_body_without_content_type_is_json_only_where_the_router_is_not_strict(
+    twin: Twin, solved: list[Any], strict: bool
+) -> None:
+    theirs, ours, router = apps(twin, item_routes, strict_content_type=strict)
+    assert [route.tier for route in router.routes] == ["direct", "direct"]
+    expected = answer(theirs, "POST", "/items", content=PEN)
+    solved.clear()
+    assert answer(ours, "POST", "/items", content=PEN) == expected
+    assert not solved
+    assert expected[0] == (422 if strict else 200)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b"null",
+        b"[]",
+        b'{"name": NaN, "price": Infinity}',
+        b'{"name": "a", "name": "b"}',
+        b'{"name": "a", "price": 1' + b"0" * 400 + b"}",
+        b'{"name": "\\ud800", "price": 1}',
+    ],
+)
+def test_unusual_json_bodies_get_fastapis_answer(twin: Twin, solved: list[Any], raw: bytes) -> None:
+    assert_same(twin, solved, item_routes, "POST", "/items", content=raw, headers=JSON)
+
+
+def test_an_optional_body_takes_its_default_when_empty(twin: Twin, solved: list[Any]) -> None:
+    def define(router: APIRouter) -> None:
+        @router.post("/items")
+        async def create(item: Item | None = None) -> Item | None:
+            return item
+
+    status, _, body = assert_same(twin, solved, define, "POST", "/items")
+    assert (status, body) == (200, b"null")
+
+
+def test_embedded_and_several_body_parameters_are_read_by_key(
+    twin: Twin, solved: list[Any]
+) -> None:
+    def define(router: APIRouter) -> None:
+        @router.post("/embedded")
+        async def embedded(item: Annotated[Item, Body(embed=True)]) -> Item:
+            return item
+
+        @router.post("/several")
+        async def several(item: Item, shown: Shown) -> list[Item]:
+            return [item, Item(name=shown.full_name, price=0)]
+
+    pen = {"name": "pen", "price": 1}
+    assert_same(twin, solved, define, "POST", "/embedded", json={"item": pen})
+    assert_same(twin, solved, define, "POST", "/embedded", json=pen)
+    both = {"item": pen, "shown": {"fullName": "Ada"}}
+    status, _, _ = assert_same(twin, solved, define, "POST", "/several", json=both)
+    assert status == 200
+    assert_same(twin, solved, define, "POST", "/several", json={"item": pen, "shown": 3})
+
+
+def test_parameter_and_body_errors_are_reported_together_in_fastapis_order(
+    twin: Twin, solved: list[Any]
+) -> None:
+    def define(router: APIRouter) -> None:
+        @router.post("/items/{item_id}")
+        async def update(item_id: int, item: Item) -> Item:
+            return item
+
+    status, _, body = assert_same(twin, solved, define, "POST", "/items/x", json={"name": 1})
+    assert status == 422
+    assert body.index(b'"path"') < body.index(b'"body"')
+
+
+def test_response_model_options_shape_the_response_as_fastapi_does(
+    twin: Twin, solved: list[Any]
+) -> None:
+    def define(router: APIRouter) -> None:
+        @router.get("/none", response_model=Shown, response_model_exclude_none=True)
+        async def exclude_none() -> Any:
+            return {"fullName": "Ada"}
+
+        @router.get("/unset", response_model=Shown, response_model_exclude_unset=True)
+        async def exclude_unset() -> Any:
+            return Shown(full_name="Ada", note=None)
+
+        @router.get("/include", response_model=Shown, response_model_include={"note"})
+        async def include() -> Any:
+            return {"fullName": "Ada", "note": "n"}
+
+        @router.get("/by-name", response_model=Shown, response_model_by_alias=False)
+        async def by_name() -> Any:
+            return {"fullName": "Ada"}
+
+    for url in ("/none", "/unset", "/include", "/by-name"):
+        status, _, _ = assert_same(twin, solved, define, "GET", url)
+        assert status == 200
+
+
+def test_an_invalid_result_raises_fastapis_response_validation_error(
+    twin: Twin, solved: list[Any]
+) -> None:
+    seen: list[Any] = []
+
+    def define(router: APIRouter) -> None:
+        @router.get("/bad")
+        async def bad() -> Item:
+            return {"name": ["not", "a", "name"]}  # type: ignore[return-value]
+
+    theirs, ours, _ = apps(twin, define)
+    for app in (theirs, ours):
+
+        @app.exception_handler(ResponseValidationError)
+        async def record(request: Request, exc: ResponseValidationError) -> JSONResponse:
+            seen.append((exc.errors(), exc.body, str(exc)))
+            return JSONResponse({"failed": True}, status_code=500)
+
+    assert answer(ours, "GET", "/bad") == answer(theirs, "GET", "/bad")
+    assert seen[0] == seen[1]
+    assert "bad" in seen[1][2]  # the endpoint context names the endpoint
+
+
+def test_an_unhandled_response_validation_error_is_a_500(twin: Twin, solved: list[Any]) -> None:
+    def define(router: APIRouter) -> None:
+        @router.get("/bad")
+        def bad() -> Item:
+            return {"price": "free"}  # type: ignore[return-value]
+
+    status, _, _ = assert_same(twin, solved, define, "GET", "/bad")
+    assert status == 500
+
+
+def test_a_sync_endpoints_result_is_validated_in_a_worker_thread(
+    twin: Twin, solved: list[Any]
+) -> None:
+    def define(router: APIRouter) -> None:
+        @router.get("/checked")
+        def checked() -> Checked:
+            return {"name": "a"}  # type: ignore[return-value]
+
+    VALIDATED_ON_THE_LOOP.clear()
+    assert_same(twin, solved, define, "GET", "/checked")
+    assert VALIDATED_ON_THE_LOOP == [False, False]
+
+
+def test_a_returned_response_is_sent_as_it_is(twin: Twin, solved: list[Any]) -> None:
+    def define(router: APIRouter) -> None:
+        @router.get("/text", response_model=Item)
+        async def text() -> Any:
+            return PlainTextResponse("plain", headers={"x-kind": "text"})
+
+    status, _, body = assert_same(twin, solved, define, "GET", "/text")
+    assert (status, body) == (200, b"plain")
+
+
+@pytest.mark.parametrize("status_code", [201, 202, 299])
+def test_the_routes_status_code_is_sent_with_fastapis_headers(
+    twin: Twin, solved: list[Any], status_code: int
+) -> None:
+    def define(router: APIRouter) -> None:
+        @router.get("/status", status_code=status_code)
+        async def status() -> Item:
+            return Item(name="a", price=1)
+
+    assert_same(twin, solved, define, "GET", "/status")
+
+
+def test_a_validation_error_handler_sees_the_body_fastapi_parsed(
+    twin: Twin, solved: list[Any]
+) -> None:
+    seen: list[Any] = []
+    theirs, ours, _ = apps(twin, item_routes)
+    for app in (theirs, ours):
+
+        @app.exception_handler(RequestValidationError)
+        async def record(request: Request, exc: RequestValidationError) -> JSONResponse:
+            seen.append((exc.errors(), exc.body, str(exc)))
+            return JSONResponse({"invalid": True}, status_code=422)
+
+    for raw in (b'{"name": 3}', b'{"name"', b""):
+        seen.clear()
+        mine = answer(ours, "POST", "/items", content=raw, headers=JSON)
+        assert answer(theirs, "POST", "/items", content=raw, headers=JSON) == mine
+        assert seen[1] == seen[0]
+
+
+async def _session() -> AsyncIterator[str]:
+    yield "session"
+
+
+class _OwnHandler(APIRouter):
+    pass
+
+
+def _needs_request(router: APIRouter) -> None:
+    @router.get("/x")
+    async def endpoint(request: Request) -> Item:
+        return Item(name=request.url.path, price=1)
+
+
+def _needs_dependency(router: APIRouter) -> None:
+    @router.get("/x")
+    async def endpoint(session: Annotated[str, Depends(_session)]) -> Item:
+        return Item(name=session, price=1)
+
+
+def _needs_response(router: APIRouter) -> None:
+    @router.get("/x")
+    async def endpoint(response: Response) -> Item:
+        response.headers["x-set"] = "1"
+        return Item(name="a", price=1)
+
+
+def _chooses_response_class(router: APIRouter) -> None:
+    @router.get("/x", response_class=JSONResponse)
+    async def endpoint() -> Item:
+        return Item(name="a", price=1)
+
+
+def _takes_a_form(router: APIRouter) -> None:
+    @router.post("/x")
+    async def endpoint(name: Annotated[str, Form()]) -> Item:
+        return Item(name=name, price=1)
+
+
+def _streams(router: APIRouter) -> None:
+    @router.get("/x")
+    async def endpoint() -> AsyncIterator[Item]:
+        yield Item(name="a", price=1)
+
+
+@pytest.mark.parametrize(
+    "define",
+    [
+        _needs_request,
+        _needs_dependency,
+        _needs_response,
+        _chooses_response_class,
+        _takes_a_form,
+        _streams,
+    ],
+)
+def test_a_route_that_needs_fastapis_handler_keeps_it(twin: Twin, define: Define) -> None:
+    theirs, ours, router = apps(twin, define)
+    assert [route.tier for route in router.routes] == ["delegated"]
+    method = "POST" if define is _takes_a_form else "GET"
+    options: dict[str, Any] = {"data": {"name": "a"}} if define is _takes_a_form else {}
+    assert answer(ours, method, "/x", **options) == answer(theirs, method, "/x", **options)
+
+
+JSON = {"content-type": "application/json"}
+PEN = b'{"name": "pen", "price": 1}'
