@@ -11,16 +11,20 @@ direct tier (FastAPI's solving never ran for it).
 from __future__ import annotations
 
 import asyncio
+import datetime
+import decimal
 from collections.abc import AsyncIterator, Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import pydantic
 import pytest
 from fastapi import APIRouter, Body, Depends, FastAPI, Form, Request, Response
 from fastapi.exceptions import RequestValidationError, ResponseValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse
 from fastapi.testclient import TestClient
 from twins import Twin
+
+from msgspec_fastapi._endpoint.pydantic_route import validates_json_alike
 
 Define = Callable[[APIRouter], None]
 
@@ -294,6 +298,53 @@ def test_a_sync_endpoints_result_is_validated_in_a_worker_thread(
     assert VALIDATED_ON_THE_LOOP == [False, False]
 
 
+def test_a_chosen_response_class_renders_the_validated_result(
+    twin: Twin, solved: list[Any]
+) -> None:
+    def define(router: APIRouter) -> None:
+        @router.get("/json", response_class=JSONResponse, response_model_exclude={"tags"})
+        async def json_class() -> Item:
+            return Item(name="é", price=float("1e16"))
+
+        @router.post("/text", response_class=PlainTextResponse, status_code=203)
+        async def text_class(item: Item):  # type: ignore[no-untyped-def]
+            return item.name
+
+    assert assert_same(twin, solved, define, "GET", "/json")[0] == 200
+    text = assert_same(twin, solved, define, "POST", "/text", content=PEN, headers=JSON)
+    assert text[0] == 203
+
+
+def test_a_result_without_response_model_is_made_json_ready_by_fastapi(
+    twin: Twin, solved: list[Any]
+) -> None:
+    def define(router: APIRouter) -> None:
+        @router.post("/items")
+        async def create(item: Item):  # type: ignore[no-untyped-def]
+            return {"item": item, "when": datetime.date(2024, 1, 2), "ratio": 0.1}
+
+    # FastAPI's JSONResponse renders the routes of this router: no msgspec type is left.
+    theirs, ours, router = apps(twin, define, default_response_class=JSONResponse)
+    assert [route.tier for route in router.routes] == ["direct"]
+    expected = answer(theirs, "POST", "/items", content=PEN, headers=JSON)
+    solved.clear()
+    assert answer(ours, "POST", "/items", content=PEN, headers=JSON) == expected
+    assert not solved
+    assert expected[0] == 200
+
+
+def test_a_redirect_class_keeps_its_own_status_where_the_route_sets_none(
+    twin: Twin, solved: list[Any]
+) -> None:
+    def define(router: APIRouter) -> None:
+        @router.get("/away", response_class=RedirectResponse)
+        async def away():  # type: ignore[no-untyped-def]
+            return "/elsewhere"
+
+    options = {"follow_redirects": False}
+    assert assert_same(twin, solved, define, "GET", "/away", **options)[0] == 307
+
+
 def test_a_returned_response_is_sent_as_it_is(twin: Twin, solved: list[Any]) -> None:
     def define(router: APIRouter) -> None:
         @router.get("/text", response_model=Item)
@@ -362,12 +413,6 @@ def _needs_response(router: APIRouter) -> None:
         return Item(name="a", price=1)
 
 
-def _chooses_response_class(router: APIRouter) -> None:
-    @router.get("/x", response_class=JSONResponse)
-    async def endpoint() -> Item:
-        return Item(name="a", price=1)
-
-
 def _takes_a_form(router: APIRouter) -> None:
     @router.post("/x")
     async def endpoint(name: Annotated[str, Form()]) -> Item:
@@ -382,14 +427,7 @@ def _streams(router: APIRouter) -> None:
 
 @pytest.mark.parametrize(
     "define",
-    [
-        _needs_request,
-        _needs_dependency,
-        _needs_response,
-        _chooses_response_class,
-        _takes_a_form,
-        _streams,
-    ],
+    [_needs_request, _needs_dependency, _needs_response, _takes_a_form, _streams],
 )
 def test_a_route_that_needs_fastapis_handler_keeps_it(twin: Twin, define: Define) -> None:
     theirs, ours, router = apps(twin, define)
@@ -401,3 +439,87 @@ def test_a_route_that_needs_fastapis_handler_keeps_it(twin: Twin, define: Define
 
 JSON = {"content-type": "application/json"}
 PEN = b'{"name": "pen", "price": 1}'
+
+
+class Strict(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(strict=True)
+    when: datetime.datetime
+
+
+class StrictField(pydantic.BaseModel):
+    when: Annotated[datetime.datetime, pydantic.Field(strict=True)]
+
+
+class Priced(pydantic.BaseModel):
+    price: decimal.Decimal
+
+
+class Either(pydantic.BaseModel):
+    value: datetime.date | str
+
+
+class Raw(pydantic.BaseModel):
+    data: bytes
+
+
+class SeesInput(pydantic.BaseModel):
+    name: str
+
+    @pydantic.field_validator("name", mode="before")
+    @classmethod
+    def from_number(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) else value
+
+
+class Stripped(pydantic.BaseModel):
+    name: str
+
+    @pydantic.field_validator("name")
+    @classmethod
+    def stripped(cls, value: str) -> str:
+        return value.strip()
+
+
+class Tree(pydantic.BaseModel):
+    name: str
+    children: list[Tree] = []
+    scores: dict[str, float] = {}
+    when: datetime.datetime | None = None
+    kind: Literal["a", "b"] = "a"
+
+
+@pytest.mark.parametrize("model", [Item, Shown, Stripped, Tree, list[Item], dict[str, Item]])
+def test_types_json_reads_alike_are_validated_from_the_bytes(model: Any) -> None:
+    assert validates_json_alike(pydantic.TypeAdapter(model).core_schema)
+
+
+@pytest.mark.parametrize("model", [Strict, StrictField, Priced, Either, Raw, SeesInput])
+def test_types_json_may_read_otherwise_take_fastapis_parse(model: Any) -> None:
+    assert not validates_json_alike(pydantic.TypeAdapter(model).core_schema)
+
+
+@pytest.mark.parametrize(
+    ("model", "raw"),
+    [
+        (Strict, b'{"when": "2024-01-02T03:04:05"}'),
+        (StrictField, b'{"when": "2024-01-02T03:04:05"}'),
+        (Priced, b'{"price": 1.10000000000000000001}'),
+        (Either, b'{"value": "2024-01-02"}'),
+        (Raw, b'{"data": "YWJj"}'),
+        (SeesInput, b'{"name": 12}'),
+        (Stripped, b'{"name": " padded "}'),
+        (Tree, b'{"name": "r", "children": [{"name": "c", "when": 0}], "scores": {"x": 1e400}}'),
+    ],
+)
+def test_each_kind_of_body_gets_fastapis_answer(
+    twin: Twin, solved: list[Any], model: Any, raw: bytes
+) -> None:
+    async def echo(body):  # type: ignore[no-untyped-def]
+        return body
+
+    echo.__annotations__ = {"body": model, "return": model}
+
+    def define(router: APIRouter) -> None:
+        router.post("/echo")(echo)
+
+    assert_same(twin, solved, define, "POST", "/echo", content=raw, headers=JSON)

@@ -543,6 +543,11 @@ def validate_whole_body(field: Any, body: Any) -> tuple[Any, list[Any]]:
     return _validate_value_with_model_field(field=field, value=body, values={}, loc=_BODY_LOC)
 
 
+def field_type_adapter(field: Any) -> Any:
+    """The TypeAdapter a FastAPI ModelField validates and serializes with."""
+    return field._type_adapter
+
+
 def endpoint_context(call: Any, path: str, scope: Scope) -> Any:
     """The endpoint context FastAPI's handler gives its validation errors (where the
     endpoint is defined, and the request's method and path template), made as it makes

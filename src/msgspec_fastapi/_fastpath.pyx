@@ -14,10 +14,10 @@ from cpython.object cimport PyObject
 from cpython.sequence cimport PySequence_Fast_ITEMS
 from libc.string cimport memcmp
 
+import json
 from contextlib import suppress
 from copy import deepcopy
 from json import JSONDecodeError
-from json import loads as json_loads
 from time import monotonic
 from urllib.parse import parse_qsl
 
@@ -27,6 +27,8 @@ from anyio.lowlevel import checkpoint
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.datastructures import UploadFile
 from starlette.requests import cookie_parser
+from fastapi.encoders import jsonable_encoder
+from pydantic_core import ValidationError as PydanticValidationError
 from starlette.responses import Response, StreamingResponse
 
 from msgspec_fastapi import _shared
@@ -96,6 +98,7 @@ cdef int PARAM_QUERY = _shared.PARAM_QUERY
 cdef int PARAM_HEADER = _shared.PARAM_HEADER
 cdef str TELEMETRY_SCOPE_KEY = _shared.TELEMETRY_SCOPE_KEY
 cdef Py_ssize_t FAST_DIGITS_MAX = _shared.FAST_DIGITS_MAX
+cdef Py_ssize_t LONG_NUMBER_DIGITS = _shared.LONG_NUMBER_DIGITS
 cdef bytes ASCII_SPACE = b" \t\r\n\x0b\x0c"
 cdef object ValidationError = msgspec.ValidationError
 cdef object DecodeError = msgspec.DecodeError
@@ -360,6 +363,25 @@ cdef dict parse_cookies(object headers):
         if name == b"cookie":
             cookies.update(cookie_parser(value.decode("latin-1")))
     return cookies
+
+
+cdef bint has_long_number(bytes raw):
+    """Whether `raw` holds a run of `LONG_NUMBER_DIGITS` ASCII digits: see `_fastpath_py`
+    (one pass over the bytes in C, where the pure twin translates and searches)."""
+    cdef const unsigned char* data = raw
+    cdef Py_ssize_t size = len(raw)
+    cdef Py_ssize_t index
+    cdef Py_ssize_t run = 0
+    if size < LONG_NUMBER_DIGITS:
+        return False
+    for index in range(size):
+        if 48 <= data[index] <= 57:
+            run += 1
+            if run >= LONG_NUMBER_DIGITS:
+                return True
+        else:
+            run = 0
+    return False
 
 
 cdef bint is_empty_file(object value):
@@ -942,7 +964,11 @@ cdef class PydanticRuntime(RouteRuntime):
     cdef object absent_body
     cdef list body_fields
     cdef object whole_body
+    cdef object json_adapter
     cdef dict dump_options
+    cdef bint dump_json
+    cdef object response_class
+    cdef dict response_args
     cdef str path
     cdef object response_field
 
@@ -953,27 +979,41 @@ cdef class PydanticRuntime(RouteRuntime):
         self.embedded = plan.embedded
         self.whole_body = plan.whole_body
         self.body_name = plan.body_name
+        self.json_adapter = plan.json_adapter
         self.absent_body = plan.absent_body
         self.response_field = plan.response_field
         self.dump_options = plan.dump_options
+        self.dump_json = plan.dump_json
+        self.response_class = plan.response_class
+        self.response_args = plan.response_args
         self.path = plan.path
 
-    cdef object read_json(self, dict scope, bytes raw):
+    cdef bint json_content(self, object headers) except -1:
         cdef object name, value
         cdef bytes content_type = b""
-        if not raw:
-            return self.absent_body
-        for name, value in scope["headers"]:
+        for name, value in headers:
             if name == b"content-type":
                 content_type = value
                 break
         if not content_type:
-            if self.strict_content_type:
-                return raw
-        elif content_type != b"application/json" and not takes_json(content_type):
+            return not self.strict_content_type
+        return content_type == b"application/json" or takes_json(content_type)
+
+    cdef object validated_json(self, bytes raw):
+        cdef object value
+        try:
+            value = self.json_adapter.validate_json(raw)
+        except PydanticValidationError:
+            return MISSING
+        return MISSING if value is None else value
+
+    cdef object read_json(self, dict scope, bytes raw):
+        if not raw:
+            return self.absent_body
+        if not self.json_content(scope["headers"]):
             return raw
         try:
-            return json_loads(raw)
+            return json.loads(raw)  # looked up per call, as Starlette's Request.json does
         except JSONDecodeError as exc:
             raise json_invalid(exc, self.endpoint, self.path, scope) from exc
         except Exception as exc:
@@ -991,6 +1031,7 @@ cdef class PydanticRuntime(RouteRuntime):
         cdef object error = None
         cdef bytes raw = None
         cdef object body = None
+        cdef object validated = MISSING
         cdef dict values
         cdef list errors
         cdef int status
@@ -1003,9 +1044,19 @@ cdef class PydanticRuntime(RouteRuntime):
                 self.check_declared_length(scope["headers"])
             if self.has_body:
                 raw = await receive_body(receive, self.max_body_size)
-                body = self.read_json(scope, raw)
+                if (
+                    self.json_adapter is not None
+                    and raw
+                    and not has_long_number(raw)
+                    and self.json_content(scope["headers"])
+                ):
+                    validated = self.validated_json(raw)
+                if validated is MISSING:
+                    body = self.read_json(scope, raw)
             values, errors = self.extract_params(scope)
-            if self.whole_body is not None:
+            if validated is not MISSING:
+                values[self.body_name] = validated
+            elif self.whole_body is not None:
                 values[self.body_name], body_errors = validate_whole_body(self.whole_body, body)
                 errors.extend(body_errors)
             elif self.has_body:
@@ -1024,23 +1075,32 @@ cdef class PydanticRuntime(RouteRuntime):
                 tracker = SendTracker(send)
                 await result(scope, receive, tracker)
                 return
-            if self.is_coroutine:
-                value = self.checked_result(result, scope)
+            if self.response_field is None:
+                content = jsonable_encoder(result)
             else:
-                value = await run_in_threadpool(self.checked_result, result, scope)
-            payload = self.response_field.serialize_json(value, **self.dump_options)
-            status = self.status_code
-            if not body_allowed(status):
-                payload = b""
-            started = True
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": status,
-                    "headers": response_headers(status, payload, JSON_CONTENT_TYPE, False),
-                }
-            )
-            await send({"type": "http.response.body", "body": payload})
+                if self.is_coroutine:
+                    value = self.checked_result(result, scope)
+                else:
+                    value = await run_in_threadpool(self.checked_result, result, scope)
+                if self.dump_json:
+                    payload = self.response_field.serialize_json(value, **self.dump_options)
+                    status = self.status_code
+                    started = True
+                    await send(
+                        {
+                            "type": "http.response.start",
+                            "status": status,
+                            "headers": response_headers(status, payload, JSON_CONTENT_TYPE, False),
+                        }
+                    )
+                    await send({"type": "http.response.body", "body": payload})
+                    return
+                content = self.response_field.serialize(value, **self.dump_options)
+            response = self.response_class(content, **self.response_args)
+            if not body_allowed(response.status_code):
+                response.body = b""
+            tracker = SendTracker(send)
+            await response(scope, receive, tracker)
         except ClientDisconnect:
             return
         except Exception as exc:

@@ -57,11 +57,11 @@ and Cython idioms.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Iterable
 from contextlib import suppress
 from copy import deepcopy
 from json import JSONDecodeError
-from json import loads as json_loads
 from time import monotonic
 from typing import Any
 from urllib.parse import parse_qsl
@@ -69,6 +69,8 @@ from urllib.parse import parse_qsl
 import msgspec
 from anyio import CancelScope, Event, create_task_group, sleep
 from anyio.lowlevel import checkpoint
+from fastapi.encoders import jsonable_encoder
+from pydantic_core import ValidationError as PydanticValidationError
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.datastructures import UploadFile
 from starlette.requests import cookie_parser
@@ -141,6 +143,9 @@ PARAM_QUERY = _shared.PARAM_QUERY
 PARAM_HEADER = _shared.PARAM_HEADER
 TELEMETRY_SCOPE_KEY = _shared.TELEMETRY_SCOPE_KEY
 FAST_DIGITS_MAX = _shared.FAST_DIGITS_MAX
+LONG_NUMBER_DIGITS = _shared.LONG_NUMBER_DIGITS
+LONG_NUMBER = b"1" * LONG_NUMBER_DIGITS
+DIGIT_RUNS = _shared.DIGIT_RUNS
 ASCII_SPACE = b" \t\r\n\x0b\x0c"
 ValidationError = msgspec.ValidationError
 DecodeError = msgspec.DecodeError
@@ -386,6 +391,11 @@ def parse_cookies(headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
         if name == b"cookie":
             cookies.update(cookie_parser(value.decode("latin-1")))
     return cookies
+
+
+def has_long_number(raw: bytes) -> bool:
+    """Whether `raw` holds a run of `LONG_NUMBER_DIGITS` ASCII digits (in a number or not)."""
+    return len(raw) >= LONG_NUMBER_DIGITS and LONG_NUMBER in raw.translate(DIGIT_RUNS)
 
 
 def is_empty_file(value: Any) -> bool:
@@ -1011,16 +1021,22 @@ class PydanticRuntime(RouteRuntime):
     The body is parsed as FastAPI's handler parses it (`json.loads`, where the content
     type is JSON's or, without one, the route does not insist on it; the bytes
     otherwise), then the parameters are converted, the body validated by FastAPI's
-    `request_body_to_args`, the endpoint called, and its result validated by the response
-    field (in the threadpool for a sync endpoint, as FastAPI does) and rendered by its
-    `serialize_json` with the route's response_model_* options.
+    `request_body_to_args`, and the endpoint called. Its result is validated by the
+    response field (in the threadpool for a sync endpoint, as FastAPI does) and rendered by
+    the field's `serialize_json` with the route's response_model_* options where no
+    response class was chosen; otherwise the field's `serialize` (or, without a response
+    model, `jsonable_encoder`) makes the content the route's response class renders.
     """
 
     __slots__ = (
         "absent_body",
         "body_fields",
+        "dump_json",
         "dump_options",
+        "json_adapter",
         "path",
+        "response_args",
+        "response_class",
         "response_field",
         "whole_body",
     )
@@ -1028,7 +1044,11 @@ class PydanticRuntime(RouteRuntime):
     absent_body: Any
     body_fields: Any
     whole_body: Any
+    json_adapter: Any
     dump_options: Any
+    dump_json: bool
+    response_class: Any
+    response_args: Any
     path: Any
     response_field: Any
 
@@ -1039,28 +1059,45 @@ class PydanticRuntime(RouteRuntime):
         self.embedded = plan.embedded
         self.whole_body = plan.whole_body
         self.body_name = plan.body_name
+        self.json_adapter = plan.json_adapter
         self.absent_body = plan.absent_body
         self.response_field = plan.response_field
         self.dump_options = plan.dump_options
+        self.dump_json = plan.dump_json
+        self.response_class = plan.response_class
+        self.response_args = plan.response_args
         self.path = plan.path
+
+    def json_content(self, headers: Iterable[tuple[bytes, bytes]]) -> bool:
+        """Whether FastAPI's handler parses a body sent with these headers as JSON."""
+        content_type = b""
+        for name, value in headers:
+            if name == b"content-type":
+                content_type = value
+                break
+        if not content_type:
+            return not self.strict_content_type
+        return content_type == b"application/json" or takes_json(content_type)
+
+    def validated_json(self, raw: bytes) -> Any:
+        """The whole body validated straight from its JSON bytes, or MISSING where that
+        refuses it (or gives None, which FastAPI may take as an absent body): FastAPI's
+        steps then decide (`json_adapter`)."""
+        try:
+            value = self.json_adapter.validate_json(raw)
+        except PydanticValidationError:
+            return MISSING
+        return MISSING if value is None else value
 
     def read_json(self, scope: Scope, raw: bytes) -> Any:
         """The body as FastAPI's handler gives it to its solving: parsed JSON, the bytes
         where the content type is not JSON's, the absent-body marker where it is empty."""
         if not raw:
             return self.absent_body
-        content_type = b""
-        for name, value in scope["headers"]:
-            if name == b"content-type":
-                content_type = value
-                break
-        if not content_type:
-            if self.strict_content_type:
-                return raw
-        elif content_type != b"application/json" and not takes_json(content_type):
+        if not self.json_content(scope["headers"]):
             return raw
         try:
-            return json_loads(raw)
+            return json.loads(raw)  # looked up per call, as Starlette's Request.json does
         except JSONDecodeError as exc:
             raise json_invalid(exc, self.endpoint, self.path, scope) from exc
         except Exception as exc:
@@ -1079,6 +1116,7 @@ class PydanticRuntime(RouteRuntime):
         error: Exception | None = None
         raw: bytes | None = None
         body: Any = None
+        validated: Any = MISSING
         if scope.get(TELEMETRY_SCOPE_KEY) is not None:
             await self.traced_app(scope, receive, send)
             return
@@ -1087,9 +1125,19 @@ class PydanticRuntime(RouteRuntime):
                 self.check_declared_length(scope["headers"])
             if self.has_body:
                 raw = await receive_body(receive, self.max_body_size)
-                body = self.read_json(scope, raw)
+                if (
+                    self.json_adapter is not None
+                    and raw
+                    and not has_long_number(raw)
+                    and self.json_content(scope["headers"])
+                ):
+                    validated = self.validated_json(raw)
+                if validated is MISSING:
+                    body = self.read_json(scope, raw)
             values, errors = self.extract_params(scope)
-            if self.whole_body is not None:
+            if validated is not MISSING:
+                values[self.body_name] = validated
+            elif self.whole_body is not None:
                 values[self.body_name], body_errors = validate_whole_body(self.whole_body, body)
                 errors.extend(body_errors)
             elif self.has_body:
@@ -1108,23 +1156,32 @@ class PydanticRuntime(RouteRuntime):
                 tracker = SendTracker(send)
                 await result(scope, receive, tracker)
                 return
-            if self.is_coroutine:
-                value = self.checked_result(result, scope)
+            if self.response_field is None:
+                content = jsonable_encoder(result)
             else:
-                value = await run_in_threadpool(self.checked_result, result, scope)
-            payload = self.response_field.serialize_json(value, **self.dump_options)
-            status = self.status_code
-            if not body_allowed(status):
-                payload = b""
-            started = True
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": status,
-                    "headers": response_headers(status, payload, JSON_CONTENT_TYPE, False),
-                }
-            )
-            await send({"type": "http.response.body", "body": payload})
+                if self.is_coroutine:
+                    value = self.checked_result(result, scope)
+                else:
+                    value = await run_in_threadpool(self.checked_result, result, scope)
+                if self.dump_json:
+                    payload = self.response_field.serialize_json(value, **self.dump_options)
+                    status = self.status_code
+                    started = True
+                    await send(
+                        {
+                            "type": "http.response.start",
+                            "status": status,
+                            "headers": response_headers(status, payload, JSON_CONTENT_TYPE, False),
+                        }
+                    )
+                    await send({"type": "http.response.body", "body": payload})
+                    return
+                content = self.response_field.serialize(value, **self.dump_options)
+            response = self.response_class(content, **self.response_args)
+            if not body_allowed(response.status_code):
+                response.body = b""
+            tracker = SendTracker(send)
+            await response(scope, receive, tracker)
         except ClientDisconnect:
             return
         except Exception as exc:

@@ -344,6 +344,14 @@ def nested_too_deeply(msgpack: bool = False) -> HTTPException:
 # answers, made as it makes them.
 
 
+# The fewest digits of an integer past the largest float (about 1.8e308): as a float's
+# value, `json.loads` gives such an integer that Pydantic refuses, where Pydantic's own
+# JSON parser gives infinity. A body with a run of this many digits takes FastAPI's steps.
+LONG_NUMBER_DIGITS = 309
+# Every ASCII digit to "1", every other byte to a space (the pure twin's digit-run search).
+DIGIT_RUNS = bytes(49 if 48 <= byte <= 57 else 32 for byte in range(256))
+
+
 def takes_json(content_type: bytes) -> bool:
     """Whether FastAPI's handler parses a body sent with this (non-empty) Content-Type as
     JSON: an `application/json` or `application/*+json` type, as the standard library's

@@ -21,7 +21,6 @@ from fastapi.datastructures import DefaultPlaceholder
 
 from .. import _compat
 from .._params.converters import direct_param_specs
-from .._shared import is_coroutine_endpoint
 from .plan import DirectPlan, RoutePlan
 
 # What a dependant names when its endpoint takes a special object (FastAPI's solving gives
@@ -34,6 +33,73 @@ _SPECIAL_PARAMETERS = (
     "background_tasks_param_name",
     "security_scopes_param_name",
 )
+
+
+# The pydantic-core schema types whose validation from JSON (`validate_json`) gives what
+# FastAPI's `json.loads` then `validate_python` gives, wherever it succeeds: JSON's own
+# types and containers of them, models, dataclasses, typed dicts, and the types read from
+# a JSON string the same way in both modes. Not: decimals (validate_json keeps a number's
+# digits, json.loads makes a float first), unions (JSON mode ranks a string that parses as
+# a date as an exact date), bytes (the JSON mode follows `val_json_bytes`), and validators
+# that see the input (before, wrap, plain), which may tell the two inputs apart.
+_JSON_ALIKE = frozenset(
+    {
+        "any",
+        "bool",
+        "date",
+        "datetime",
+        "default",
+        "definition-ref",
+        "definitions",
+        "dict",
+        "enum",
+        "float",
+        "frozenset",
+        "int",
+        "list",
+        "literal",
+        "model",
+        "model-field",
+        "model-fields",
+        "none",
+        "nullable",
+        "set",
+        "str",
+        "time",
+        "timedelta",
+        "tuple",
+        "typed-dict",
+        "typed-dict-field",
+        "dataclass",
+        "dataclass-args",
+        "dataclass-field",
+        "uuid",
+    }
+)
+
+
+def validates_json_alike(schema: Any) -> bool:
+    """Whether validating a JSON body with this pydantic-core schema straight from its
+    bytes gives FastAPI's value wherever it succeeds: only `_JSON_ALIKE` types and after
+    validators (which see the validated value), and nothing strict (the JSON mode takes
+    strings for dates and UUIDs that the strict Python mode refuses). Serialization
+    schemas are not looked at: they do not validate."""
+    if isinstance(schema, list):
+        return all(validates_json_alike(item) for item in schema)
+    if not isinstance(schema, dict):
+        return True
+    if schema.get("strict") is True:
+        return False
+    kind = schema.get("type")
+    if kind == "function-after":
+        return validates_json_alike(schema["schema"])
+    if kind is not None and kind not in _JSON_ALIKE:
+        return False
+    return all(
+        validates_json_alike(value)
+        for key, value in schema.items()
+        if key not in ("serialization", "computed_fields", "metadata", "ref", "cls", "function")
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,33 +115,59 @@ class PydanticPlan:
     embedded: bool
     whole_body: Any
     body_name: str | None
+    # Where the whole body's type validates from JSON as FastAPI's parse and validation do
+    # (`validates_json_alike`), its TypeAdapter: the request path tries `validate_json`
+    # first, and takes FastAPI's own steps wherever that refuses the body.
+    json_adapter: Any
     absent_body: Any  # what FastAPI's solving takes for a request without a body
-    response_field: Any  # FastAPI's response field: it validates and renders the result
-    # The route's response_model_* options, as the response field's serialize_json takes them.
+    # FastAPI's response field, which validates the result (None: the route has no
+    # response model, and the result is made JSON-ready by FastAPI's jsonable_encoder).
+    response_field: Any
+    # The route's response_model_* options, as the response field's serializers take them.
     dump_options: dict[str, Any]
+    # Where no response class was chosen and there is a response field, the field renders
+    # the JSON itself (FastAPI's dump_json path); otherwise the class renders the content,
+    # made with the keyword arguments FastAPI gives it (the route's status code, if set).
+    dump_json: bool
+    response_class: Any
+    response_args: dict[str, Any]
     path: str  # the path template FastAPI names in the context of a validation error
+
+
+def _defaults_need_fastapi(dependant: Any) -> bool:
+    """Whether a path, query, header or cookie parameter takes its default in a way only
+    FastAPI's solving reproduces: made by a `default_factory` when the value is missing
+    (and never before), or validated (`validate_default`)."""
+    return any(
+        field.field_info.default_factory is not None or field.field_info.validate_default
+        for group in ("path_params", "query_params", "header_params", "cookie_params")
+        for field in getattr(dependant, group)
+    )
 
 
 def pydantic_plan(route: Any, max_body_size: int) -> PydanticPlan | None:
     """The plan of a route FastAPI built alone (`route` is the route or the inclusion
     context being built), or None where its requests need FastAPI's handler: dependencies
-    or special parameters to solve, a parameter the request path cannot convert, a form
-    body, a generator endpoint, a chosen response class, or no response field (FastAPI
-    then renders with the response class)."""
+    or special parameters to solve, a parameter the request path cannot convert or whose
+    default FastAPI makes, a form body, or a generator endpoint (FastAPI streams its
+    items). The endpoint is awaited where FastAPI awaits it (FastAPI's own test, which
+    looks through wrappers)."""
     dependant = route.dependant
     if dependant.dependencies or any(getattr(dependant, n) for n in _SPECIAL_PARAMETERS):
         return None
     call = dependant.call
     if _compat.is_gen_callable(call) or _compat.is_async_gen_callable(call):
         return None
-    if route.response_field is None or not isinstance(route.response_class, DefaultPlaceholder):
-        return None
     if any(isinstance(field.field_info, params.Form) for field in dependant.body_params):
+        return None
+    if _defaults_need_fastapi(dependant):
         return None
     converted = direct_param_specs(dependant)
     if converted is None:
         return None
     strict = route.strict_content_type
+    response_class = route.response_class
+    chosen = None if isinstance(response_class, DefaultPlaceholder) else response_class
     shared = RoutePlan(
         body=None,
         output=None,
@@ -83,18 +175,22 @@ def pydantic_plan(route: Any, max_body_size: int) -> PydanticPlan | None:
             strict.value if isinstance(strict, DefaultPlaceholder) else strict
         ),
         status_code=route.status_code or 200,
-        direct=DirectPlan(call, is_coroutine_endpoint(call), converted, None),
+        direct=DirectPlan(call, _compat.is_coroutine_callable(call), converted, None),
         max_body_size=max_body_size,
     )
     fields = list(dependant.body_params)
     embedded = _compat.embeds_body_fields(route)
     whole = fields[0] if len(fields) == 1 and not embedded else None
+    adapter = _compat.field_type_adapter(whole) if whole is not None else None
+    if adapter is not None and not validates_json_alike(adapter.core_schema):
+        adapter = None
     return PydanticPlan(
         route=shared,
         body_fields=fields,
         embedded=embedded,
         whole_body=whole,
         body_name=whole.name if whole is not None else None,
+        json_adapter=adapter,
         absent_body=_compat.absent_body(),
         response_field=route.response_field,
         dump_options={
@@ -105,5 +201,8 @@ def pydantic_plan(route: Any, max_body_size: int) -> PydanticPlan | None:
             "exclude_defaults": route.response_model_exclude_defaults,
             "exclude_none": route.response_model_exclude_none,
         },
+        dump_json=route.response_field is not None and chosen is None,
+        response_class=response_class.value if chosen is None else chosen,
+        response_args={"status_code": route.status_code} if route.status_code else {},
         path=dependant.path or "",
     )
