@@ -523,3 +523,21 @@ def test_each_kind_of_body_gets_fastapis_answer(
         router.post("/echo")(echo)
 
     assert_same(twin, solved, define, "POST", "/echo", content=raw, headers=JSON)
+
+
+def test_routes_behind_install_dispatch_answer_as_on_an_api_router(
+    twin: Twin, solved: list[Any]
+) -> None:
+    theirs, ours, router = apps(twin, item_routes)
+    twin.install_dispatch(ours)
+    assert [route.tier for route in router.routes] == ["direct", "direct"]
+    for method, url, options in [
+        ("GET", "/items/3?q=a", {}),
+        ("GET", "/items/x", {}),
+        ("POST", "/items", {"content": PEN, "headers": JSON}),
+        ("POST", "/items", {"content": b"{", "headers": JSON}),
+    ]:
+        expected = answer(theirs, method, url, **options)
+        solved.clear()
+        assert answer(ours, method, url, **options) == expected
+        assert not solved
