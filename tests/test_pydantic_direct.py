@@ -22,6 +22,7 @@ from fastapi import APIRouter, Body, Depends, FastAPI, Form, Request, Response
 from fastapi.exceptions import RequestValidationError, ResponseValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse
 from fastapi.testclient import TestClient
+from support import tier_router
 from twins import Twin
 
 from msgspec_fastapi._endpoint.pydantic_route import validates_json_alike
@@ -541,3 +542,48 @@ def test_routes_behind_install_dispatch_answer_as_on_an_api_router(
         solved.clear()
         assert answer(ours, method, url, **options) == expected
         assert not solved
+
+
+def body_routes(router: APIRouter) -> None:
+    @router.post("/items", status_code=201)
+    async def create(item: Item):  # type: ignore[no-untyped-def]
+        return {"name": item.name, "total": item.price * 2, "item": item}
+
+
+@pytest.mark.parametrize(
+    ("raw", "headers"),
+    [
+        (PEN, JSON),
+        (b'{"name": 3}', JSON),
+        (b'{"name"', JSON),
+        (PEN, {"content-type": "text/plain"}),
+        (b"", JSON),
+        (PEN, {"content-type": "application/json", "accept": "application/msgpack"}),
+    ],
+)
+def test_a_pydantic_body_with_a_msgspec_response_answers_as_on_the_delegated_tier(
+    twin: Twin, solved: list[Any], raw: bytes, headers: dict[str, str]
+) -> None:
+    delegated = FastAPI()
+    slow = tier_router(twin, "delegated", msgpack=True)
+    body_routes(slow)
+    delegated.include_router(slow)
+    ours = FastAPI()
+    router = twin.router_class(msgpack=True)
+    body_routes(router)
+    ours.include_router(router)
+    assert [route.tier for route in router.routes] == ["direct"]
+    expected = answer(delegated, "POST", "/items", content=raw, headers=headers)
+    solved.clear()
+    assert answer(ours, "POST", "/items", content=raw, headers=headers) == expected
+    assert not solved
+
+
+def test_a_pydantic_body_with_a_msgspec_response_answers_valid_json_as_fastapi_does(
+    twin: Twin, solved: list[Any]
+) -> None:
+    status, _, body = assert_same(
+        twin, solved, body_routes, "POST", "/items", json={"name": "é", "price": 1.5}
+    )
+    assert status == 201
+    assert body == '{"name":"é","total":3.0,"item":{"name":"é","price":1.5,"tags":[]}}'.encode()

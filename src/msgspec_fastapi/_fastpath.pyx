@@ -1075,8 +1075,11 @@ cdef class PydanticRuntime(RouteRuntime):
                 tracker = SendTracker(send)
                 await result(scope, receive, tracker)
                 return
-            if self.response_field is None:
-                content = jsonable_encoder(result)
+            if self.encoder is not None:
+                # msgspec's response, as the delegated tier sends it (`respond`).
+                response = self.respond(result, None, [], scope["headers"])
+            elif self.response_field is None:
+                response = self.response_class(jsonable_encoder(result), **self.response_args)
             else:
                 if self.is_coroutine:
                     value = self.checked_result(result, scope)
@@ -1096,7 +1099,7 @@ cdef class PydanticRuntime(RouteRuntime):
                     await send({"type": "http.response.body", "body": payload})
                     return
                 content = self.response_field.serialize(value, **self.dump_options)
-            response = self.response_class(content, **self.response_args)
+                response = self.response_class(content, **self.response_args)
             if not body_allowed(response.status_code):
                 response.body = b""
             tracker = SendTracker(send)

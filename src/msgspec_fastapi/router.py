@@ -58,7 +58,7 @@ from ._endpoint.plan import (
     literal_path,
     segment_template,
 )
-from ._endpoint.pydantic_route import pydantic_plan
+from ._endpoint.pydantic_route import pydantic_body_plan, pydantic_plan
 from ._endpoint.telemetry import traced_handler
 from ._errors.pydantic_style import (
     FastAPIBodyErrors,
@@ -462,6 +462,13 @@ class MsgspecRoute(APIRoute):
         elif may_run_direct and output is not None:
             # Dependencies, special parameters: run from a plan where it can be built.
             app = self._dependency_route(spec, plan, runtime, target, handler)
+            # A body FastAPI validates with Pydantic, and nothing else to solve.
+            pydantic = None
+            if app is None and target.body_field is not None:
+                pydantic = pydantic_body_plan(target, spec, output, self._own_limit())
+            if pydantic is not None:
+                app = self.twin.PydanticRuntime(pydantic)
+                app.traced_app = _compat.route_app(handler)
         direct = None
         if app is not None:
             direct = _compat.wrap_body_limit(app, getattr(target, "max_body_size", None))

@@ -21,7 +21,8 @@ from fastapi.datastructures import DefaultPlaceholder
 
 from .. import _compat
 from .._params.converters import direct_param_specs
-from .plan import DirectPlan, RoutePlan
+from .._shared import STREAM_NONE
+from .plan import DirectPlan, EndpointSpec, OutputPlan, RoutePlan
 
 # What a dependant names when its endpoint takes a special object (FastAPI's solving gives
 # it), or its route has dependencies of its own: such routes keep FastAPI's handler.
@@ -106,7 +107,8 @@ def validates_json_alike(schema: Any) -> bool:
 class PydanticPlan:
     """What the request path needs per request for one Pydantic route."""
 
-    # What every direct route has: the endpoint, its parameters, status code, body limit.
+    # What every direct route has: the endpoint, its parameters, status code, body limit;
+    # and, where the response is msgspec's, its output plan (then `response_field` is None).
     route: RoutePlan
     # FastAPI's body fields, as its solving takes them (empty: the route reads no body),
     # and whether it reads them by key; the one field that takes the whole body, where
@@ -152,10 +154,42 @@ def pydantic_plan(route: Any, max_body_size: int) -> PydanticPlan | None:
     default FastAPI makes, a form body, or a generator endpoint (FastAPI streams its
     items). The endpoint is awaited where FastAPI awaits it (FastAPI's own test, which
     looks through wrappers)."""
-    dependant = route.dependant
-    if dependant.dependencies or any(getattr(dependant, n) for n in _SPECIAL_PARAMETERS):
+    call = route.dependant.call
+    return _plan(route, call, _compat.is_coroutine_callable(call), (), None, max_body_size)
+
+
+def pydantic_body_plan(
+    route: Any, spec: EndpointSpec, output: OutputPlan, max_body_size: int
+) -> PydanticPlan | None:
+    """The plan of a route whose body FastAPI validates with Pydantic and whose response
+    is msgspec's (`output`, as the request path sends it on the delegated tier): its
+    endpoint called straight, without the wrapper FastAPI was built on, where the endpoint
+    takes neither the Request nor the Response the wrapper is given. None as for
+    `pydantic_plan`, and where the route reads a msgspec body or parameter model too, or
+    streams."""
+    if spec.body is not None or spec.models or spec.form is not None:
         return None
-    call = dependant.call
+    if not (spec.injected_request and spec.injected_response) or output.stream != STREAM_NONE:
+        return None
+    given = (spec.request_name, spec.response_name)
+    return _plan(route, spec.endpoint, spec.is_coroutine, given, output, max_body_size)
+
+
+def _plan(
+    route: Any,
+    call: Any,
+    is_coroutine: bool,
+    given: tuple[str, ...],
+    output: OutputPlan | None,
+    max_body_size: int,
+) -> PydanticPlan | None:
+    """`call` (awaited where `is_coroutine`) behind what FastAPI built `route` on, whose
+    special parameters named in `given` the request path need not give; the response
+    `output`'s where there is one, else as FastAPI renders it."""
+    dependant = route.dependant
+    special = [getattr(dependant, name) for name in _SPECIAL_PARAMETERS]
+    if dependant.dependencies or any(name and name not in given for name in special):
+        return None
     if _compat.is_gen_callable(call) or _compat.is_async_gen_callable(call):
         return None
     if any(isinstance(field.field_info, params.Form) for field in dependant.body_params):
@@ -170,12 +204,12 @@ def pydantic_plan(route: Any, max_body_size: int) -> PydanticPlan | None:
     chosen = None if isinstance(response_class, DefaultPlaceholder) else response_class
     shared = RoutePlan(
         body=None,
-        output=None,
+        output=output,
         strict_content_type=bool(
             strict.value if isinstance(strict, DefaultPlaceholder) else strict
         ),
         status_code=route.status_code or 200,
-        direct=DirectPlan(call, _compat.is_coroutine_callable(call), converted, None),
+        direct=DirectPlan(call, is_coroutine, converted, None),
         max_body_size=max_body_size,
     )
     fields = list(dependant.body_params)
@@ -192,7 +226,7 @@ def pydantic_plan(route: Any, max_body_size: int) -> PydanticPlan | None:
         body_name=whole.name if whole is not None else None,
         json_adapter=adapter,
         absent_body=_compat.absent_body(),
-        response_field=route.response_field,
+        response_field=route.response_field if output is None else None,
         dump_options={
             "include": route.response_model_include,
             "exclude": route.response_model_exclude,
@@ -201,7 +235,7 @@ def pydantic_plan(route: Any, max_body_size: int) -> PydanticPlan | None:
             "exclude_defaults": route.response_model_exclude_defaults,
             "exclude_none": route.response_model_exclude_none,
         },
-        dump_json=route.response_field is not None and chosen is None,
+        dump_json=output is None and route.response_field is not None and chosen is None,
         response_class=response_class.value if chosen is None else chosen,
         response_args={"status_code": route.status_code} if route.status_code else {},
         path=dependant.path or "",
