@@ -125,20 +125,20 @@ def load(variant: str) -> tuple[Apps, dict[str, Any]]:
         assert apps.cities is not None
         return Apps(with_middleware(apps.cities), None, routes=MIDDLEWARE_ROUTES), info
     if twin := PYDANTIC_ROUTER_VARIANTS.get(variant):
-        package, found = import_router_package(twin)
+        ours, facts = import_router_package(twin)
         from . import app_pydantic
 
-        install = route_index_installer(package)
+        install = route_index_installer(ours)
         if install is None:
-            raise Unavailable(f"msgspec_fastapi at {found['file']} has no install_dispatch")
-        on_ours = {"router_class": package.MsgspecRouter, "finish": install}
+            raise Unavailable(f"msgspec_fastapi at {facts['file']} has no install_dispatch")
+        on_ours = {"router_class": ours.MsgspecRouter, "finish": install}
         reference, _ = load(PYDANTIC)
         apps = Apps(
             functools.partial(app_pydantic.build_app, **on_ours),
             functools.partial(app_pydantic.build_table_app, **on_ours),
             reference=reference,
         )
-        return apps, {"msgspec_fastapi": found, "route_index": True}
+        return apps, {"msgspec_fastapi": facts, "route_index": True}
     if variant == PYDANTIC:
         from . import app_pydantic
 
