@@ -41,6 +41,8 @@ variants are skipped, with the reason, while this msgspec_fastapi cannot stream.
     python bench/micro.py --quick              # smoke run of both modes for CI
     python bench/micro.py --variants upstream,floor --routes validate,get --rounds 6
     python bench/micro.py --routers 1,30,300 --rounds 10 --plot bench/results/routers.png
+    python bench/micro.py --variants compiled,pydantic,pydantic-compiled,pydantic-pure \
+        --routes validate,get       # Pydantic routes on MsgspecRouter, with their targets
     python bench/micro.py --formats            # JSON against MessagePack (micro/formats.py)
     python bench/micro.py --models             # query, form and dependency models (micro/models.py)
     python bench/micro.py --stream --quick     # smoke run of the streaming mode

@@ -81,7 +81,6 @@ class Apps:
     table: Callable[[int], ASGIApp] | None
     stream: Callable[[cities.Dataset], ASGIApp] | None = None
     routes: tuple[str, ...] | None = None
-    # The apps whose first answers these must equal byte for byte, where there are such.
     reference: "Apps | None" = None
 
 
