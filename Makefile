@@ -128,6 +128,8 @@ bench-quick: bench-service-tools $(VENV)/.bench-installed
 	$(PY) bench/micro.py --models --quick
 	$(PY) bench/micro.py --deps --quick --strict
 	$(PY) bench/micro.py --deps --server --quick --strict
+	$(PY) bench/micro.py --deps --server --quick --strict --variants pydantic,pydantic-compiled \
+		--routes city-get,plain-get
 	$(PY) bench/errors.py --quick --rounds 2
 
 # What a 422 costs: a 100-city body with one bad field and with every field bad.
@@ -145,7 +147,9 @@ bench-icount: bench-icount-tools $(VENV)/.bench-installed
 
 # A smoke run of the same for CI: a few variants, one route each, a few requests.
 bench-icount-quick: bench-icount-tools $(VENV)/.bench-installed
-	$(PY) bench/icount.py --variants compiled,pure,blacksheep,bare --routes get --requests 20
+	$(PY) bench/icount.py --variants compiled,pure,blacksheep,bare,pydantic-compiled,pydantic-pure \
+		--routes get --requests 20
+	$(PY) bench/icount.py --routers 1 --variants pydantic-compiled --routes post-first --requests 20
 	$(PY) bench/icount.py --models --variants compiled --routes models/dependency --requests 20
 	$(PY) bench/icount.py --deps --variants compiled,blacksheep --routes deps/two-get --requests 20
 

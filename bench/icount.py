@@ -56,7 +56,12 @@ from typing import Any
 from common import BENCH, ensure_upstream, free_port, log, run_record, versions
 from micro import cities, deps, formats, models, routetable, streams
 from micro.driver import CITY_BASES, STREAM_VARIANTS, TABLE_VARIANTS, VARIANTS, parse_sizes
-from micro.worker import MIDDLEWARE_ROUTES, MIDDLEWARE_VARIANTS
+from micro.worker import (
+    MIDDLEWARE_ROUTES,
+    MIDDLEWARE_VARIANTS,
+    PYDANTIC,
+    PYDANTIC_ROUTER_VARIANTS,
+)
 
 WARMUP_REQUESTS = 200
 
@@ -305,15 +310,22 @@ def print_table(counts: dict[str, dict[str, float]], variants: list[str], table:
         bases = ("pydantic",)
     if all(route.startswith(DEPS_PREFIX) for route in counts):
         bases = ("litestar", "blacksheep", "floor", "bare", "pure")
+    if set(variants) & set(PYDANTIC_ROUTER_VARIANTS):
+        # The Pydantic routes on MsgspecRouter against FastAPI's and against our msgspec route.
+        bases = (*bases, PYDANTIC, "compiled")
+    width = max(11, *(len(variant) for variant in variants))
     print("instructions per request, counted by callgrind (lower is fewer); vs x: ratio to x")
     for route, by_variant in counts.items():
         print(f"\n{label(route)}")
-        print(f"  {'variant':<11} {'instr/req':>11} " + " ".join(f"{f'vs {b}':>12}" for b in bases))
+        print(
+            f"  {'variant':<{width}} {'instr/req':>11} "
+            + " ".join(f"{f'vs {b}':>12}" for b in bases)
+        )
         for variant in variants:
             if variant not in by_variant:
                 continue
             value = by_variant[variant]
-            cells = [f"  {variant:<11} {value:>11,.0f}"]
+            cells = [f"  {variant:<{width}} {value:>11,.0f}"]
             for base in bases:
                 ratio = value / by_variant[base] if base in by_variant else None
                 cells.append(f"{ratio:>11.3f}x" if ratio is not None else f"{'-':>12}")
@@ -332,17 +344,18 @@ def misses_of(events: dict[str, float]) -> dict[str, float]:
 def print_misses(misses: dict[str, dict[str, dict[str, float]]], variants: list[str]) -> None:
     """--cache-sim: the misses per request beside the instructions."""
     print("\nsimulated cache misses per request (callgrind's model of this machine's caches)")
+    width = max(11, *(len(variant) for variant in variants))
     for route, by_variant in misses.items():
         print(f"\n{label(route)}")
         heads = f"{'I1 misses':>10} {'per 100 instr':>14} {'D1 misses':>10} {'LL':>6}"
-        print(f"  {'variant':<11} {heads}")
+        print(f"  {'variant':<{width}} {heads}")
         for variant in variants:
             if variant not in by_variant:
                 continue
             found = by_variant[variant]
             rate = 100 * found["I1"] / found["instructions"]
             print(
-                f"  {variant:<11} {found['I1']:>10,.0f} {rate:>14.2f} {found['D1']:>10,.0f}"
+                f"  {variant:<{width}} {found['I1']:>10,.0f} {rate:>14.2f} {found['D1']:>10,.0f}"
                 f" {found['LL']:>6,.0f}"
             )
 

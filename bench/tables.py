@@ -187,6 +187,28 @@ def city_ratio_quartiles(document: Doc) -> dict[str, dict[str, list[float]]]:
     return found
 
 
+def pydantic_targets(document: Doc) -> list[str]:
+    """The Pydantic routes on MsgspecRouter against FastAPI + Pydantic (micro.py's
+    `pydantic_targets`), where the run measured them."""
+    targets = document.get("pydantic_targets") or []
+    if not targets:
+        return []
+    rows = [
+        [
+            target["name"],
+            ratio(target["median"]),
+            spread(target["rounds"]),
+            f"≤ {target['at_most']:g}x: {'met' if target['met'] else 'not met'}",
+        ]
+        for target in targets
+    ]
+    return [
+        "Pydantic routes on `MsgspecRouter` + `install_dispatch`, targets: medians of the"
+        " per-round ratios with their quartiles (lower is faster):\n\n"
+        + table(["ratio", "median", "quartiles", "target"], rows)
+    ]
+
+
 def render_micro_cities(document: Doc) -> Rendered:
     parts = []
     groups: dict[str, dict[str, float]] = {}
@@ -228,6 +250,7 @@ def render_micro_cities(document: Doc) -> Rendered:
             "One user middleware on `GET /cities/{id}`, medians of the per-round ratios:\n\n"
             + table(["ratio", "median"], rows)
         )
+    parts += pydantic_targets(document)
     return Rendered("\n\n".join(parts), ("bars", groups, "µs per request (median)"))
 
 
@@ -297,6 +320,7 @@ def render_micro_routers(document: Doc) -> Rendered:
             "Targets, medians of the per-round ratios with their quartiles (lower is faster):\n\n"
             + table(["ratio", "median", "quartiles"], rows)
         )
+    parts += pydantic_targets(document)
     return Rendered("\n\n".join(parts), ("routes", routes, sizes))
 
 
@@ -518,6 +542,20 @@ def server_kinds(document: Doc) -> dict[str, Doc]:
     return {"uvicorn": {"routes": document["routes"]}}
 
 
+def server_target_cells(kind: str, target: Doc) -> list[str]:
+    """A requests/s target behind a server: server, route, ratio, quartiles, by CPU time,
+    and the verdict."""
+    verdict = "met" if target["met"] else "not met"
+    return [
+        SERVER_NAMES[kind],
+        f"`{target['route']}`",
+        ratio(target["rps_vs_base"]),
+        spread(target["rounds"]),
+        ratio(target["by_cpu"]),
+        f"≥ {target['at_least']:g}x: {verdict}",
+    ]
+
+
 def render_server(document: Doc) -> Rendered:
     """`bench/micro.py --deps --server --json`: requests/s and CPU per response under wrk,
     per server kind and route, and the targets."""
@@ -539,21 +577,14 @@ def render_server(document: Doc) -> Rendered:
                 for variant, row in data["summary"].items()
             ]
             parts.append(f"**{SERVER_NAMES[kind]}: {data['label']}**\n\n" + table(columns, rows))
-    rows = []
-    for kind, found in kinds.items():
-        for target in found.get("targets", []):
-            beside = target.get(f"blacksheep_rps_vs_{target['variant']}")
-            rows.append(
-                [
-                    SERVER_NAMES[kind],
-                    f"`{target['route']}`",
-                    ratio(target["rps_vs_base"]),
-                    spread(target["rounds"]),
-                    ratio(target["by_cpu"]),
-                    f"≥ {target['at_least']:.1f}x: {'met' if target['met'] else 'not met'}",
-                    ratio(beside),
-                ]
-            )
+    rows = [
+        [
+            *server_target_cells(kind, target),
+            ratio(target.get(f"blacksheep_rps_vs_{target['variant']}")),
+        ]
+        for kind, found in kinds.items()
+        for target in found.get("targets", [])
+    ]
     if rows:
         columns = [
             "server",
@@ -567,6 +598,19 @@ def render_server(document: Doc) -> Rendered:
         parts.append(
             "Targets, medians of the per-round ratios (by CPU time: Litestar's CPU time per"
             " response over compiled's):\n\n" + table(columns, rows, right_from=2)
+        )
+    rows = [
+        server_target_cells(kind, target)
+        for kind, found in kinds.items()
+        for target in found.get("pydantic_targets", [])
+    ]
+    if rows:
+        columns = ["server", "route", "pydantic-compiled / pydantic req/s", "quartiles"]
+        parts.append(
+            "Pydantic routes on `MsgspecRouter` + `install_dispatch`, target on the GET of one"
+            " model: medians of the per-round ratios (by CPU time: FastAPI + Pydantic's CPU"
+            " time per response over ours):\n\n"
+            + table([*columns, "by CPU time", "target"], rows, right_from=2)
         )
     parts += [f"- {note}" for note in document.get("notes", [])]
     return Rendered("\n\n".join(parts))

@@ -1,6 +1,12 @@
-"""Plain FastAPI with Pydantic models carrying the same constraints as the msgspec Structs."""
+"""Plain FastAPI with Pydantic models carrying the same constraints as the msgspec Structs.
 
-from collections.abc import AsyncIterator
+The city routes and the route table take the router class and a last step for the app, so
+that the same models and endpoints also run on MsgspecRouter with install_dispatch (the
+variants pydantic-compiled and pydantic-pure, see worker.py); this module never imports
+msgspec_fastapi itself, as the worker chooses which twin gets imported.
+"""
+
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated
 
 import msgspec
@@ -64,12 +70,20 @@ class ItemModel(BaseModel):
     tags: list[str] = []
 
 
-def build_app(data: Dataset) -> FastAPI:
+# What the apps are built with: FastAPI's own router, or MsgspecRouter and a step that runs
+# once the app has its routes (install_dispatch).
+RouterClass = Callable[..., APIRouter]
+Finish = Callable[[FastAPI], None]
+
+
+def build_app(
+    data: Dataset, router_class: RouterClass = APIRouter, finish: Finish | None = None
+) -> FastAPI:
     # A Pydantic service keeps Pydantic objects in memory, so convert the records once here.
     cities = [CityModel.model_validate(msgspec.to_builtins(c)) for c in data.cities]
     by_id = {c.id: c for c in cities}
     by_country = index_by_country(cities)
-    router = APIRouter()
+    router = router_class()
 
     @router.post("/cities/validate")
     async def validate_cities(cities: list[CityModel]) -> AcceptedModel:
@@ -97,15 +111,19 @@ def build_app(data: Dataset) -> FastAPI:
 
     app = FastAPI()
     app.include_router(router)
+    if finish is not None:
+        finish(app)
     return app
 
 
-def build_table_app(size: int) -> FastAPI:
+def build_table_app(
+    size: int, router_class: RouterClass = APIRouter, finish: Finish | None = None
+) -> FastAPI:
     # Pydantic objects in memory, as for the cities.
     items = {i: ItemModel.model_validate(msgspec.to_builtins(v)) for i, v in make_items().items()}
     app = FastAPI()
     for k in range(size):
-        router = APIRouter(prefix=f"/r{k}")
+        router = router_class(prefix=f"/r{k}")
 
         @router.get("/items/{item_id}")
         async def get_item(item_id: int) -> ItemModel:
@@ -119,6 +137,9 @@ def build_table_app(size: int) -> FastAPI:
             return item
 
         app.include_router(router)
+    # After the routers are included, as install_dispatch indexes the finished table.
+    if finish is not None:
+        finish(app)
     return app
 
 

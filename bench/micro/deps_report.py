@@ -6,15 +6,13 @@ import statistics
 from typing import Any, TextIO
 
 from .deps import DEPS_VARIANTS, OVERRIDE_SUFFIX, ROUTES
+from .ratio_targets import Target, Times, judged_json, print_judged, ratios
 
 # The variants every row's ratios are taken to (summarize() in driver.py).
 BASES = ("litestar", "blacksheep", "floor", "bare")
 TITLES = {"two-get": "GET, two deps", "two-post": "POST, two deps", "deep-get": "GET, six deps"}
 
-Times = dict[str, dict[str, list[float]]]
 Summary = dict[str, dict[str, dict[str, Any]]]
-
-Target = tuple[str, tuple[str, str], tuple[str, str], float]
 
 
 def _dependency_targets() -> list[Target]:
@@ -31,32 +29,34 @@ def _dependency_targets() -> list[Target]:
     found: list[Target] = []
     for route, (litestar, floor, pure) in most.items():
         found.append(
-            (f"compiled / litestar, {route}", ("compiled", route), ("litestar", route), litestar)
+            Target(
+                f"compiled / litestar, {route}", ("compiled", route), ("litestar", route), litestar
+            )
         )
-        found.append((f"compiled / floor, {route}", ("compiled", route), ("floor", route), floor))
-        found.append((f"pure / litestar, {route}", ("pure", route), ("litestar", route), pure))
+        found.append(
+            Target(f"compiled / floor, {route}", ("compiled", route), ("floor", route), floor)
+        )
+        found.append(
+            Target(f"pure / litestar, {route}", ("pure", route), ("litestar", route), pure)
+        )
     found.append(
-        ("compiled / litestar, deep-get", ("compiled", "deep-get"), ("litestar", "deep-get"), 0.5)
+        Target(
+            "compiled / litestar, deep-get",
+            ("compiled", "deep-get"),
+            ("litestar", "deep-get"),
+            0.5,
+        )
     )
     for route in ROUTES:
         with_override = ("compiled", route + OVERRIDE_SUFFIX)
         name = f"compiled, {route} with the override / without"
-        found.append((name, with_override, ("compiled", route), 1.1))
+        found.append(Target(name, with_override, ("compiled", route), 1.1))
     for route in ROUTES:
-        found.append((f"compiled / pure, {route}", ("compiled", route), ("pure", route), 0.8))
+        found.append(Target(f"compiled / pure, {route}", ("compiled", route), ("pure", route), 0.8))
     return found
 
 
 TARGETS = _dependency_targets()
-
-
-def _ratios(times: Times, a: tuple[str, str], b: tuple[str, str]) -> list[float] | None:
-    """Per-round ratios of (variant, case) a to b, or None if either was not measured."""
-    first = times.get(a[1], {}).get(a[0])
-    second = times.get(b[1], {}).get(b[0])
-    if not first or not second:
-        return None
-    return [x / y for x, y in zip(first, second, strict=True)]
 
 
 def _cell(value: float | None, width: int, suffix: str = "") -> str:
@@ -85,11 +85,11 @@ def print_table(out: TextIO, summary: Summary, times: Times) -> None:
         for route in routes:
             plain = summary.get(route, {}).get(variant)
             override = summary.get(route + OVERRIDE_SUFFIX, {}).get(variant)
-            ratios = _ratios(times, (variant, route + OVERRIDE_SUFFIX), (variant, route))
+            found = ratios(times, (variant, route + OVERRIDE_SUFFIX), (variant, route))
             spreads += [row["iqr_percent"] for row in (plain, override) if row]
             cells.append(_cell(plain["median_us"] if plain else None, 9))
             cells.append(_cell(override["median_us"] if override else None, 10))
-            cells.append(_cell(statistics.median(ratios) if ratios else None, 8, "x"))
+            cells.append(_cell(statistics.median(found) if found else None, 8, "x"))
         print(f"  {variant:<10}" + "".join(cells), file=out)
     if spreads:
         print(
@@ -111,38 +111,9 @@ def print_table(out: TextIO, summary: Summary, times: Times) -> None:
             print(f"  {variant:<14}" + cells, file=out)
 
 
-def targets(times: Times) -> list[tuple[str, float, list[float]]]:
-    """The target comparisons that this run measured: name, the most allowed, ratios."""
-    found = []
-    for name, a, b, most in TARGETS:
-        ratios = _ratios(times, a, b)
-        if ratios is not None:
-            found.append((name, most, ratios))
-    return found
-
-
 def print_targets(out: TextIO, times: Times) -> None:
-    rows = targets(times)
-    if not rows:
-        return
-    print(
-        "\ndependency targets: median of the per-round ratios [quartiles], lower is faster",
-        file=out,
-    )
-    width = max(len(name) for name, _, _ in rows)
-    for name, most, ratios in rows:
-        median = statistics.median(ratios)
-        low, _, high = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else (median,) * 3
-        verdict = "met" if median <= most else "not met"
-        print(
-            f"  {name:<{width}}  {median:5.2f}x  [{low:.2f}, {high:.2f}]"
-            f"   target <= {most:.1f}x: {verdict}",
-            file=out,
-        )
+    print_judged(out, "dependency targets", times, TARGETS)
 
 
 def targets_json(times: Times) -> list[dict[str, Any]]:
-    return [
-        {"name": name, "at_most": most, "median": statistics.median(ratios), "rounds": ratios}
-        for name, most, ratios in targets(times)
-    ]
+    return judged_json(times, TARGETS)

@@ -8,10 +8,14 @@ is reversed every other round (ABBA), so slow drift of the machine cancels out o
 Two modes. By default, four city routes in one router: validate, list, search, get, for
 our twins, upstream, FastAPI with Pydantic, Litestar, BlackSheep, the floor (hand-written
 endpoints on the FastAPI app) and bare (the same endpoints behind a dict lookup in a bare
-ASGI app, the physical limit); and, on get only, compiled-mw and pydantic-mw, the same apps
-with one user middleware that only calls the next app.
+ASGI app, the physical limit); pydantic-compiled and pydantic-pure, FastAPI with Pydantic's
+models and endpoints on MsgspecRouter + install_dispatch, on each twin (their answers
+checked against FastAPI's own bytes), whose targets the summary judges
+(pydantic_report.py); and, on get only, compiled-mw and pydantic-mw, the same apps with one
+user middleware that only calls the next app.
 With --routers 1,30,300, the route table: apps of N routers (/r0 .. /r{N-1}, each with
-GET /items/{item_id} and POST /items), requests to the first and to the last router, and
+GET /items/{item_id} and POST /items; pydantic, pydantic-compiled and pydantic-pure with a
+four-field Pydantic model), requests to the first and to the last router, and
 two more references besides the included-router floor: app-floor (the same endpoints as
 routes of the app itself) and bare (the same endpoints behind a dict lookup in a bare ASGI
 app). --routes then picks among get-first, get-last, post-first, post-last. The MsgspecRouter
@@ -37,6 +41,8 @@ variants are skipped, with the reason, while this msgspec_fastapi cannot stream.
     python bench/micro.py --quick              # smoke run of both modes for CI
     python bench/micro.py --variants upstream,floor --routes validate,get --rounds 6
     python bench/micro.py --routers 1,30,300 --rounds 10 --plot bench/results/routers.png
+    python bench/micro.py --variants compiled,pydantic,pydantic-compiled,pydantic-pure \
+        --routes validate,get       # Pydantic routes on MsgspecRouter, with their targets
     python bench/micro.py --formats            # JSON against MessagePack (micro/formats.py)
     python bench/micro.py --models             # query, form and dependency models (micro/models.py)
     python bench/micro.py --stream --quick     # smoke run of the streaming mode
@@ -69,12 +75,13 @@ from . import (
     deps_report,
     formats,
     models,
+    pydantic_report,
     routetable,
     routetable_report,
     server,
     streams,
 )
-from .worker import MIDDLEWARE_VARIANTS
+from .worker import MIDDLEWARE_VARIANTS, PYDANTIC_ROUTER_VARIANTS
 
 # The city routes' variants: the peers, the floor and the bare ASGI app (the physical
 # limit), and two with one user middleware on the GET of one city (MIDDLEWARE_VARIANTS).
@@ -83,6 +90,7 @@ VARIANTS = (
     "pure",
     "upstream",
     "pydantic",
+    *PYDANTIC_ROUTER_VARIANTS,
     "litestar",
     "blacksheep",
     "floor",
@@ -98,6 +106,7 @@ TABLE_VARIANTS = (
     "pure",
     "upstream",
     "pydantic",
+    *PYDANTIC_ROUTER_VARIANTS,
     "litestar",
     "floor",
     *routetable.LOOP_VARIANTS,
@@ -476,7 +485,7 @@ def print_header(out: TextIO, args: argparse.Namespace, meta: dict[str, Any]) ->
 
 def route_index_note(workers: list[Worker]) -> str:
     """Whether our variants ran with the compiled route index (install_dispatch)."""
-    ours = [w for w in workers if w.variant in ("compiled", "pure")]
+    ours = [w for w in workers if w.variant in ("compiled", "pure", *PYDANTIC_ROUTER_VARIANTS)]
     with_index = [w.variant for w in ours if w.info.get("route_index")]
     loop = [w.variant for w in workers if w.variant in routetable.LOOP_VARIANTS]
     without = f"; not in {', '.join(loop)} (FastAPI's loop)" if loop else ""
@@ -501,16 +510,18 @@ def print_table(
         file=out,
     )
     columns = "".join(f"{f'vs {base}':>14}" for base in CITY_BASES)
+    width = max(11, *(len(variant) for rows in summary.values() for variant in rows))
     for route, rows in summary.items():
         print(f"\n{mode.label(route)}", file=out)
-        print(f"  {'variant':<11} {'µs/req':>9} {'iqr':>6}{columns}", file=out)
+        print(f"  {'variant':<{width}} {'µs/req':>9} {'iqr':>6}{columns}", file=out)
         for variant, row in rows.items():
             cells = "".join(
                 f"{f'{ratio:.2f}x' if (ratio := row.get(f'ratio_to_{base}')) else '-':>14}"
                 for base in CITY_BASES
             )
             print(
-                f"  {variant:<11} {row['median_us']:>9.1f} {row['iqr_percent']:>5.1f}%{cells}",
+                f"  {variant:<{width}} {row['median_us']:>9.1f} {row['iqr_percent']:>5.1f}%"
+                + cells,
                 file=out,
             )
     found = middleware_ratios(times)
@@ -739,6 +750,10 @@ def write_json(
             {"name": name, "median": statistics.median(ratios), "rounds": ratios}
             for name, ratios in middleware_ratios(rounds["times"][args.clock])
         ]
+    if not mode.stream and not mode.deps:
+        pydantic = pydantic_report.targets_json(rounds["times"][args.clock], mode.sizes)
+        if pydantic:
+            result["pydantic_targets"] = pydantic
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2, default=str) + "\n")
     log(f"results written to {path}")
@@ -778,11 +793,13 @@ def run_mode(
         print_skipped(sys.stdout, skipped)
     elif mode.sizes is None:
         print_table(sys.stdout, summary, mode, skipped, times)
+        pydantic_report.print_targets(sys.stdout, times, None)
     else:
         sizes = ", ".join(map(str, mode.sizes))
         print(f"route table: {sizes} routers; {route_index_note(workers)}", file=sys.stdout)
         routetable_report.print_tables(sys.stdout, summary, mode.sizes)
         routetable_report.print_targets(sys.stdout, routetable_report.targets(times, mode.sizes))
+        pydantic_report.print_targets(sys.stdout, times, mode.sizes)
         print_skipped(sys.stdout, skipped)
         if args.plot:
             routetable_report.plot(args.plot, summary, mode.sizes)

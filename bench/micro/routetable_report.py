@@ -32,7 +32,8 @@ def print_tables(
         variants = list(dict.fromkeys(variant for rows in cases.values() for variant in rows))
         print(f"\n{routers_phrase(size)} (the last is /r{size - 1})", file=out)
         header = "".join(f"{COLUMNS[route]:>16}" for route in cases)
-        print(f"  {'variant':<13}{header}", file=out)
+        width = max(13, *(len(variant) + 1 for variant in variants))
+        print(f"  {'variant':<{width}}{header}", file=out)
         spreads = []
         for variant in variants:
             cells = []
@@ -45,7 +46,7 @@ def print_tables(
                 ratio = row.get(f"ratio_to_{BASE}")
                 shown = f"{ratio:.2f}x" if ratio is not None else "-"
                 cells.append(f"{row['median_us']:>9.1f} {shown:>6}")
-            print(f"  {variant:<13}{''.join(cells)}", file=out)
+            print(f"  {variant:<{width}}{''.join(cells)}", file=out)
         # One line instead of an iqr column per route: how far apart the rounds were.
         print(
             f"  iqr of the rounds, % of the median: median {statistics.median(spreads):.0f}%,"

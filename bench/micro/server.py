@@ -10,6 +10,10 @@ Structs) on the variant's app of the city routes, and the two-dependency GET on 
 app (deps.load(), without the override: the same apps and work as the in-process mode).
 `--routes` adds the two-dependency POST and `GET /r0/items/{id}` on the route-table app of
 one router (the --routers mode's app; BlackSheep has none, and is skipped then).
+pydantic-compiled and pydantic-pure (FastAPI's Pydantic models and endpoints on
+MsgspecRouter + install_dispatch) have the city and route-table apps only: they answer the
+routes without dependencies, each body checked against the pydantic variant's byte for byte,
+and the report judges their target on the GET of one model.
 
 Before anything is timed, every server answers its routes once and the answer is checked
 (status, content type, body; Pydantic's parsed) as the in-process mode checks it; under
@@ -48,10 +52,11 @@ from common import BENCH, ensure_upstream, free_ports, load_text, log, run_recor
 from . import cities, deps, routetable
 from .asgi import Case
 from .serve import SERVERS
+from .worker import PYDANTIC, PYDANTIC_ROUTER_VARIANTS
 
 ROUTE_KEYS = ("city-get", "city-validate", "two-get", "two-post", "plain-get")
 DEFAULT_ROUTES = ("city-get", "city-validate", "two-get")
-VARIANTS = deps.DEPS_VARIANTS
+VARIANTS = (*deps.DEPS_VARIANTS, *PYDANTIC_ROUTER_VARIANTS)
 DEFAULT_VARIANTS = ("compiled", "pure", "pydantic", "litestar", "blacksheep", "bare")
 SERVER_KINDS = SERVERS
 BASE = "litestar"
@@ -60,6 +65,10 @@ BASE = "litestar"
 TARGET = ("compiled", 1.3)
 # Shown beside the target: the fastest peer, against compiled.
 BESIDE = "blacksheep"
+# Pydantic routes on MsgspecRouter: at least 2.5x FastAPI + Pydantic's requests per second
+# on the GET of one model (one city, or the route table's four-field item).
+PYDANTIC_TARGET = ("pydantic-compiled", 2.5)
+PYDANTIC_TARGET_ROUTES = ("city-get", "plain-get")
 SCRIPT = Path(__file__).resolve().parent / "server.lua"
 # The servers start together on one core: the time allowed grows with their number.
 START_TIMEOUT = 60.0
@@ -100,6 +109,12 @@ ROUTES = {
 
 class BenchError(Exception):
     """Stops the run: a wrong answer, a failed server or wrk, a broken setup."""
+
+
+def serves(variant: str, app: str) -> bool:
+    """Whether the variant has this app: the Pydantic routes on MsgspecRouter have no
+    dependency routes."""
+    return app != "deps" or variant not in PYDANTIC_ROUTER_VARIANTS
 
 
 def _routes(text: str | None, parser: argparse.ArgumentParser) -> list[str]:
@@ -197,6 +212,8 @@ class Server:
     report_path: Path
     # Per route: the exact length every response must have (checked before the run).
     lengths: dict[str, int] = field(default_factory=dict)
+    # Per route: the body of the checked answer.
+    bodies: dict[str, bytes] = field(default_factory=dict)
 
     @classmethod
     def start(cls, kind: str, variant: str, app: str, cpu: int, scratch: Path, port: int) -> Server:
@@ -281,6 +298,7 @@ class Server:
                 f" expected 200, application/json, {expected[:PREVIEW]!r}"
             )
         self.lengths[route.key] = len(body)
+        self.bodies[route.key] = body
 
 
 def wrk(args: argparse.Namespace, server: Server, route: Route, seconds: int) -> dict[str, Any]:
@@ -361,9 +379,18 @@ def start_servers(
         variants.remove("upstream")
     apps = sorted({ROUTES[key].app for key in args.server_routes})
     kinds = args.server_kinds
-    count = len(kinds) * len(variants) * len(apps)
+    keys = [
+        (kind, variant, app)
+        for kind in kinds
+        for variant in variants
+        for app in apps
+        if serves(variant, app)
+    ]
+    count = len(keys)
     log(f"starting {count} servers ({', '.join(kinds)}) on CPU {args.cpu}: {', '.join(variants)}")
-    keys = [(kind, variant, app) for kind in kinds for variant in variants for app in apps]
+    for variant in variants:
+        if left := [key for key in args.server_routes if not serves(variant, ROUTES[key].app)]:
+            log(f"  {variant}: has no dependency routes, {', '.join(left)} not measured")
     servers = {
         key: Server.start(*key, args.cpu, scratch, port)
         for key, port in zip(keys, free_ports(count), strict=True)
@@ -385,11 +412,27 @@ def start_servers(
                 if ROUTES[route].app == app:
                     server.check(ROUTES[route])
             log(f"  {server.name}: listening on port {server.port}, answers checked")
+        check_same_bytes(servers)
     except BaseException:
         for server in servers.values():
             server.stop()
         raise
     return servers
+
+
+def check_same_bytes(servers: dict[ServerKey, Server]) -> None:
+    """The Pydantic routes on MsgspecRouter must answer FastAPI's exact bytes."""
+    for (kind, variant, app), server in servers.items():
+        reference = servers.get((kind, PYDANTIC, app))
+        if variant not in PYDANTIC_ROUTER_VARIANTS or reference is None:
+            continue
+        for route, body in server.bodies.items():
+            if body != reference.bodies[route]:
+                raise BenchError(
+                    f"{server.name} answered {ROUTES[route].label} with other bytes than"
+                    f" {reference.name}: {body[:PREVIEW]!r}; expected"
+                    f" {reference.bodies[route][:PREVIEW]!r}"
+                )
 
 
 def run_rounds(
@@ -400,10 +443,14 @@ def run_rounds(
     for route in routes:
         for kind in kinds:
             for variant in variants:
-                wrk(args, servers[kind, variant, route.app], route, args.warmup_seconds)
+                if serves(variant, route.app):
+                    wrk(args, servers[kind, variant, route.app], route, args.warmup_seconds)
         log(f"  warmed up {route.key}: {args.warmup_seconds} s per server and variant")
     results: Results = {
-        kind: {route.key: {variant: [] for variant in variants} for route in routes}
+        kind: {
+            route.key: {variant: [] for variant in variants if serves(variant, route.app)}
+            for route in routes
+        }
         for kind in kinds
     }
     for index in range(args.rounds):
@@ -413,6 +460,8 @@ def run_rounds(
             for kind in kinds:
                 cells = []
                 for variant in order:
+                    if not serves(variant, route.app):
+                        continue
                     run = measure(args, servers[kind, variant, route.app], route)
                     results[kind][route.key][variant].append(run)
                     note = f" ({run['others']:.0%} others)" if run["others"] > 0.05 else ""
@@ -446,6 +495,37 @@ def summarize(by_route: dict[str, dict[str, list[dict[str, float]]]]) -> dict[st
     return summary
 
 
+def pydantic_targets(
+    by_route: dict[str, dict[str, list[dict[str, float]]]],
+) -> list[dict[str, Any]]:
+    """PYDANTIC_TARGET under one server kind: the median of the per-round ratios of the
+    requests per second to FastAPI + Pydantic's, on each GET of one model measured."""
+    variant, least = PYDANTIC_TARGET
+    found = []
+    for route in PYDANTIC_TARGET_ROUTES:
+        runs = by_route.get(route, {})
+        if not runs.get(variant) or not runs.get(PYDANTIC):
+            continue
+        rps = [r["rps"] / b["rps"] for r, b in zip(runs[variant], runs[PYDANTIC], strict=True)]
+        cpu = [
+            b["cpu_us"] / r["cpu_us"] for r, b in zip(runs[variant], runs[PYDANTIC], strict=True)
+        ]
+        median = statistics.median(rps)
+        found.append(
+            {
+                "route": route,
+                "variant": variant,
+                "base": PYDANTIC,
+                "rps_vs_base": median,
+                "rounds": rps,
+                "by_cpu": statistics.median(cpu),
+                "at_least": least,
+                "met": median >= least,
+            }
+        )
+    return found
+
+
 SERVER_LABELS = {
     "uvicorn": "uvicorn (httptools, asyncio loop, 1 process, no access log)",
     "granian": "Granian (--interface asgi, 1 worker, 1 runtime thread, asyncio loop, HTTP/1,"
@@ -477,9 +557,31 @@ def targets(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
+def print_pydantic_targets(out: TextIO, results: Results) -> None:
+    found = {kind: pydantic_targets(by_route) for kind, by_route in results.items()}
+    if not any(found.values()):
+        return
+    variant, least = PYDANTIC_TARGET
+    print(
+        f"\ntarget: {variant} / {PYDANTIC} requests/s >= {least:.1f}x on the GET of one model"
+        " (median of the per-round ratios)",
+        file=out,
+    )
+    for kind, rows in found.items():
+        for row in rows:
+            rounds = ", ".join(f"{r:.2f}" for r in row["rounds"])
+            print(
+                f"  {kind:<8} {row['route']:<14} {row['rps_vs_base']:.2f}x"
+                f" ({'met' if row['met'] else 'not met'}; rounds {rounds}; by CPU time"
+                f" {row['by_cpu']:.2f}x)",
+                file=out,
+            )
+
+
 def print_report(
     out: TextIO,
     args: argparse.Namespace,
+    results: Results,
     summaries: dict[str, dict[str, Any]],
     loads: tuple[tuple[float, ...], tuple[float, ...]],
     sessions: dict[str, Any],
@@ -503,25 +605,30 @@ def print_report(
     for kind, summary in summaries.items():
         print(f"\n=== {SERVER_LABELS[kind]}", file=out)
         for key, rows in summary.items():
+            width = max(10, *(len(variant) for variant in rows))
             print(f"\n{ROUTES[key].label}", file=out)
             print(
-                f"  {'variant':<10} {'req/s':>9} {f'vs {BASE}':>12} {'CPU µs/resp':>12}"
+                f"  {'variant':<{width}} {'req/s':>9} {f'vs {BASE}':>12} {'CPU µs/resp':>12}"
                 f" {f'vs {BASE}':>12} {'p50 ms':>7} {'others':>7}",
                 file=out,
             )
             for variant, row in rows.items():
                 rps_ratio, cpu_ratio = row.get("rps_vs_base"), row.get("cpu_vs_base")
                 print(
-                    f"  {variant:<10} {row['rps']:>9,.0f}"
+                    f"  {variant:<{width}} {row['rps']:>9,.0f}"
                     f" {f'{rps_ratio:.2f}x' if rps_ratio is not None else '-':>12}"
                     f" {row['cpu_us']:>12.1f}"
                     f" {f'{cpu_ratio:.2f}x' if cpu_ratio is not None else '-':>12}"
                     f" {row['p50_ms']:>7.2f} {row['others']:>6.0%}",
                     file=out,
                 )
-    print(f"\ntarget: compiled / {BASE} requests/s >= {TARGET[1]:.1f}x on every route", file=out)
-    for kind, summary in summaries.items():
-        for found in targets(summary):
+    found_targets = {kind: targets(summary) for kind, summary in summaries.items()}
+    if any(found_targets.values()):
+        print(
+            f"\ntarget: compiled / {BASE} requests/s >= {TARGET[1]:.1f}x on every route", file=out
+        )
+    for kind, measured in found_targets.items():
+        for found in measured:
             rounds = ", ".join(f"{r:.2f}" for r in found["rounds"])
             beside = found.get(f"{BESIDE}_rps_vs_{found['variant']}")
             peer = f"; {BESIDE} / compiled {beside:.2f}x" if beside is not None else ""
@@ -531,6 +638,7 @@ def print_report(
                 f" {found['by_cpu']:.2f}x{peer})",
                 file=out,
             )
+    print_pydantic_targets(out, results)
     if sessions:
         shown = ", ".join(f"{name} {count}" for name, count in sessions.items())
         print(f"sessions left open when the servers stopped: {shown}", file=out)
@@ -569,7 +677,7 @@ def run(args: argparse.Namespace, meta: dict[str, Any]) -> int:
     loads = (loads_before, os.getloadavg())
     summaries = {kind: summarize(by_route) for kind, by_route in results.items()}
     log(f"done in {time.perf_counter() - started:.0f} s")
-    print_report(sys.stdout, args, summaries, loads, sessions, skipped)
+    print_report(sys.stdout, args, results, summaries, loads, sessions, skipped)
     if args.json:
         write_json(args, meta, results, summaries, loads, sessions, skipped)
     if failed:
@@ -622,6 +730,7 @@ def write_json(
             kind: {
                 "label": SERVER_LABELS[kind],
                 "targets": targets(summaries[kind]),
+                "pydantic_targets": pydantic_targets(by_route),
                 "routes": {
                     key: {
                         "label": ROUTES[key].label,

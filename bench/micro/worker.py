@@ -29,7 +29,14 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 import msgspec
-from common import ROUTER_VARIANTS, Unavailable, import_router_package, version, versions
+from common import (
+    ROUTER_VARIANTS,
+    Unavailable,
+    import_router_package,
+    route_index_installer,
+    version,
+    versions,
+)
 
 from . import cities, deps, routetable, streams
 from .asgi import ASGIApp, Case, Lifespan, Response, WrongAnswer, call, http_scope
@@ -54,18 +61,27 @@ PREVIEW = 300
 # without it.
 MIDDLEWARE_VARIANTS = {"compiled-mw": "compiled", "pydantic-mw": "pydantic"}
 MIDDLEWARE_ROUTES = ("get",)
+# The pydantic variant's models and endpoints (app_pydantic.py) on MsgspecRouter, with
+# install_dispatch, on a twin (the value): only the router class differs. Their answers
+# must be FastAPI's own, byte for byte, so each worker also builds the pydantic variant's
+# apps and checks its first answers against theirs.
+PYDANTIC_ROUTER_VARIANTS = {"pydantic-compiled": "compiled", "pydantic-pure": "pure"}
+# The variant whose answers those must repeat.
+PYDANTIC = "pydantic"
 
 
 @dataclass(frozen=True)
 class Apps:
     """How a variant builds its apps; `cities` is None for the references of --routers
     only, `table` None for the variants of the city routes only; `routes`, where given,
-    are the only city routes the variant answers."""
+    are the only city routes the variant answers; `reference`, where given, the apps of
+    the variant whose exact bytes these must give."""
 
     cities: Callable[[cities.Dataset], ASGIApp] | None
     table: Callable[[int], ASGIApp] | None
     stream: Callable[[cities.Dataset], ASGIApp] | None = None
     routes: tuple[str, ...] | None = None
+    reference: "Apps | None" = None
 
 
 def with_middleware(build: Callable[[cities.Dataset], Any]) -> Callable[[cities.Dataset], Any]:
@@ -107,7 +123,22 @@ def load(variant: str) -> tuple[Apps, dict[str, Any]]:
         apps, info = load(twin)
         assert apps.cities is not None
         return Apps(with_middleware(apps.cities), None, routes=MIDDLEWARE_ROUTES), info
-    if variant == "pydantic":
+    if twin := PYDANTIC_ROUTER_VARIANTS.get(variant):
+        ours, facts = import_router_package(twin)
+        from . import app_pydantic
+
+        install = route_index_installer(ours)
+        if install is None:
+            raise Unavailable(f"msgspec_fastapi at {facts['file']} has no install_dispatch")
+        on_ours = {"router_class": ours.MsgspecRouter, "finish": install}
+        reference, _ = load(PYDANTIC)
+        apps = Apps(
+            functools.partial(app_pydantic.build_app, **on_ours),
+            functools.partial(app_pydantic.build_table_app, **on_ours),
+            reference=reference,
+        )
+        return apps, {"msgspec_fastapi": facts, "route_index": True}
+    if variant == PYDANTIC:
         from . import app_pydantic
 
         apps = Apps(
@@ -151,6 +182,12 @@ class Bench:
         self, variant: str, apps: Apps, sizes: list[int] | None = None, stream: bool = False
     ) -> None:
         self.variant = variant
+        # The reference variant's first answers, which ours must repeat byte for byte.
+        same_as: dict[str, bytes] = {}
+        if apps.reference is not None and not stream:
+            reference = Bench(PYDANTIC, apps.reference, sizes)
+            same_as = reference.reference
+            reference.close()
         groups: list[tuple[ASGIApp, dict[str, Case]]] = []
         # Every case of the mode, answered or not: the fingerprint covers them all, so that
         # a variant of fewer routes still proves it generated the same data.
@@ -207,6 +244,10 @@ class Bench:
                 same = response.body == expected
             if response.status != 200 or not same:
                 raise WrongAnswer(self._describe(key, response, expected))
+            if key in same_as and response.body != same_as[key]:
+                raise WrongAnswer(
+                    self._describe_bytes(key, response.body, same_as[key], f"{PYDANTIC}'s")
+                )
             self.reference[key] = response.body
 
     def _check_stream(self, key: str, case: streams.StreamCase) -> bytes:
@@ -241,6 +282,20 @@ class Bench:
             f"{self.variant} answered {self.cases[key].label} wrongly: "
             f"status {response.status}, body {response.body[:PREVIEW]!r}; "
             f"expected status 200, body {expected[:PREVIEW]!r}"
+        )
+
+    def _describe_bytes(self, key: str, body: bytes, expected: bytes, whose: str) -> str:
+        """Where an answer of the right value parts from the bytes it must repeat (a page of
+        cities differs far beyond a preview of its start)."""
+        at = next(
+            (i for i, (a, b) in enumerate(zip(body, expected, strict=False)) if a != b),
+            min(len(body), len(expected)),
+        )
+        start = max(0, at - PREVIEW // 2)
+        return (
+            f"{self.variant} answered {self.cases[key].label} with other bytes than {whose}"
+            f" from byte {at} (of {len(body)}, expected {len(expected)}): from byte {start},"
+            f" {body[start : start + PREVIEW]!r}; expected {expected[start : start + PREVIEW]!r}"
         )
 
     async def _one(self, key: str) -> Response:
