@@ -24,6 +24,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse
 from fastapi.testclient import TestClient
 from support import tier_router
 from twins import Twin
+from typing_extensions import TypedDict
 
 from msgspec_fastapi._endpoint.pydantic_route import validates_json_alike
 
@@ -587,3 +588,21 @@ def test_a_pydantic_body_with_a_msgspec_response_answers_valid_json_as_fastapi_d
     )
     assert status == 201
     assert body == '{"name":"é","total":3.0,"item":{"name":"é","price":1.5,"tags":[]}}'.encode()
+
+
+class Limits(TypedDict):
+    count: Annotated[int, pydantic.Field(gt=0)]
+
+
+def test_pydantic_constraints_on_a_typed_dicts_fields_are_applied_as_fastapi_does(
+    twin: Twin, solved: list[Any]
+) -> None:
+    def define(router: APIRouter) -> None:
+        @router.post("/limits")
+        async def limits(body: Limits) -> Item:
+            return Item(name="n", price=body["count"])
+
+    status, _, _ = assert_same(
+        twin, solved, define, "POST", "/limits", content=b'{"count": 0}', headers=JSON
+    )
+    assert status == 422

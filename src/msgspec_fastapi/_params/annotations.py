@@ -72,17 +72,23 @@ def mentions_pydantic(annotation: Any) -> bool:
     return mentions(annotation, _is_pydantic_type)
 
 
-def annotates_inside(annotation: Any) -> bool:
+def annotates_inside(annotation: Any, seen: frozenset[int] = frozenset()) -> bool:
     """Whether an `Annotated` below the annotation's top level carries metadata other than
     msgspec.Meta (`list[Annotated[int, Field(gt=0)]]`, `Annotated[set[str],
-    Field(max_length=3)] | None`): msgspec would silently ignore it."""
+    Field(max_length=3)] | None`), also on a field of a TypedDict, dataclass or NamedTuple
+    inside it: msgspec would silently ignore it."""
     bare = strip_annotated(annotation)
-    for arg in get_args(bare):
-        if arg is Ellipsis:
-            continue
+    inner = [arg for arg in get_args(bare) if arg is not Ellipsis]
+    if not is_struct_class(bare) and is_record_type(bare) and id(bare) not in seen:
+        seen = seen | {id(bare)}
+        try:
+            inner.extend(get_type_hints(bare, include_extras=True).values())
+        except (NameError, TypeError):
+            return True  # fields it cannot read: let Pydantic have the type
+    for arg in inner:
         if any(not isinstance(m, msgspec.Meta) for m in annotated_metadata(arg)):
             return True
-        if annotates_inside(arg):
+        if annotates_inside(arg, seen):
             return True
     return False
 
