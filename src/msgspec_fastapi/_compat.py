@@ -36,6 +36,7 @@ from fastapi import concurrency as _fastapi_concurrency
 from fastapi import routing as _routing
 from fastapi import sse as _sse
 from fastapi._compat import copy_field_info as _copy_field_info
+from fastapi._compat.v2 import _regenerate_error_with_loc
 from fastapi.dependencies import models as _dep_models
 from fastapi.dependencies import utils as _dep_utils
 from fastapi.dependencies import utils as _dependency_utils
@@ -546,6 +547,12 @@ def validate_whole_body(field: Any, body: Any) -> tuple[Any, list[Any]]:
 def field_type_adapter(field: Any) -> Any:
     """The TypeAdapter a FastAPI ModelField validates and serializes with."""
     return field._type_adapter
+
+
+def located_errors(exc: Any, loc: tuple[str, ...]) -> list[Any]:
+    """A Pydantic ValidationError's errors as FastAPI's ModelField.validate gives them:
+    without documentation URLs, each located under `loc`."""
+    return _regenerate_error_with_loc(errors=exc.errors(include_url=False), loc_prefix=loc)
 
 
 def endpoint_context(call: Any, path: str, scope: Scope) -> Any:

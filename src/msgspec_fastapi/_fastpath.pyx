@@ -32,7 +32,7 @@ from pydantic_core import ValidationError as PydanticValidationError
 from starlette.responses import Response, StreamingResponse
 
 from msgspec_fastapi import _shared
-from msgspec_fastapi._compat import validate_body, validate_whole_body
+from msgspec_fastapi._compat import located_errors, validate_body, validate_whole_body
 from msgspec_fastapi._errors.handlers import handle_route_exception
 from msgspec_fastapi._shared import (
     ClientDisconnect,
@@ -99,6 +99,7 @@ cdef int PARAM_HEADER = _shared.PARAM_HEADER
 cdef str TELEMETRY_SCOPE_KEY = _shared.TELEMETRY_SCOPE_KEY
 cdef Py_ssize_t FAST_DIGITS_MAX = _shared.FAST_DIGITS_MAX
 cdef Py_ssize_t LONG_NUMBER_DIGITS = _shared.LONG_NUMBER_DIGITS
+cdef tuple RESPONSE_LOC = ("response",)
 cdef bytes ASCII_SPACE = b" \t\r\n\x0b\x0c"
 cdef object ValidationError = msgspec.ValidationError
 cdef object DecodeError = msgspec.DecodeError
@@ -964,13 +965,16 @@ cdef class PydanticRuntime(RouteRuntime):
     cdef object absent_body
     cdef list body_fields
     cdef object whole_body
-    cdef object json_adapter
+    cdef object json_validator
     cdef dict dump_options
     cdef bint dump_json
     cdef object response_class
     cdef dict response_args
     cdef str path
     cdef object response_field
+    cdef object response_validator
+    cdef object response_serializer
+    cdef dict dump_arguments
 
     def __init__(self, plan):
         RouteRuntime.__init__(self, plan.route)
@@ -979,9 +983,12 @@ cdef class PydanticRuntime(RouteRuntime):
         self.embedded = plan.embedded
         self.whole_body = plan.whole_body
         self.body_name = plan.body_name
-        self.json_adapter = plan.json_adapter
+        self.json_validator = plan.json_validator
         self.absent_body = plan.absent_body
         self.response_field = plan.response_field
+        self.response_validator = plan.response_validator
+        self.response_serializer = plan.response_serializer
+        self.dump_arguments = plan.dump_arguments
         self.dump_options = plan.dump_options
         self.dump_json = plan.dump_json
         self.response_class = plan.response_class
@@ -1002,7 +1009,7 @@ cdef class PydanticRuntime(RouteRuntime):
     cdef object validated_json(self, bytes raw):
         cdef object value
         try:
-            value = self.json_adapter.validate_json(raw)
+            value = self.json_validator.validate_json(raw)
         except PydanticValidationError:
             return MISSING
         return MISSING if value is None else value
@@ -1020,10 +1027,12 @@ cdef class PydanticRuntime(RouteRuntime):
             raise body_unreadable() from exc
 
     def checked_result(self, result, dict scope):
-        value, errors = self.response_field.validate(result, {}, loc=("response",))
-        if errors:
-            raise pydantic_response_invalid(errors, result, self.endpoint, self.path, scope)
-        return value
+        cdef list errors
+        try:
+            return self.response_validator.validate_python(result, from_attributes=True)
+        except PydanticValidationError as exc:
+            errors = located_errors(exc, RESPONSE_LOC)
+        raise pydantic_response_invalid(errors, result, self.endpoint, self.path, scope)
 
     async def __call__(self, dict scope, receive, send):
         cdef SendTracker tracker = None
@@ -1045,7 +1054,7 @@ cdef class PydanticRuntime(RouteRuntime):
             if self.has_body:
                 raw = await receive_body(receive, self.max_body_size)
                 if (
-                    self.json_adapter is not None
+                    self.json_validator is not None
                     and raw
                     and not has_long_number(raw)
                     and self.json_content(scope["headers"])
@@ -1086,7 +1095,7 @@ cdef class PydanticRuntime(RouteRuntime):
                 else:
                     value = await run_in_threadpool(self.checked_result, result, scope)
                 if self.dump_json:
-                    payload = self.response_field.serialize_json(value, **self.dump_options)
+                    payload = self.response_serializer.to_json(value, **self.dump_arguments)
                     status = self.status_code
                     started = True
                     await send(
@@ -1105,7 +1114,9 @@ cdef class PydanticRuntime(RouteRuntime):
             tracker = SendTracker(send)
             await response(scope, receive, tracker)
         except ClientDisconnect:
-            return
+            if tracker is not None:
+                raise  # from a returned response's sending: FastAPI lets it reach the server
+            return  # the client left before its body was read: nothing to answer
         except Exception as exc:
             error = exc
         if error is not None:

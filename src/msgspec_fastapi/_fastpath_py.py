@@ -78,7 +78,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from . import _shared
-from ._compat import validate_body, validate_whole_body
+from ._compat import located_errors, validate_body, validate_whole_body
 from ._errors.handlers import handle_route_exception
 from ._errors.validation import request_invalid
 
@@ -92,7 +92,9 @@ from ._routing.dispatch_py import route_matches as route_matches
 from ._routing.dispatch_py import router_handle as router_handle
 from ._routing.dispatch_py import router_matches as router_matches
 from ._shared import (
+    DIGIT_RUNS,
     KEEPALIVE_COMMENT,
+    LONG_NUMBER_RUN,
     ClientDisconnect,
     PreparedResponse,
     RequestValidationError,
@@ -144,8 +146,7 @@ PARAM_HEADER = _shared.PARAM_HEADER
 TELEMETRY_SCOPE_KEY = _shared.TELEMETRY_SCOPE_KEY
 FAST_DIGITS_MAX = _shared.FAST_DIGITS_MAX
 LONG_NUMBER_DIGITS = _shared.LONG_NUMBER_DIGITS
-LONG_NUMBER = b"1" * LONG_NUMBER_DIGITS
-DIGIT_RUNS = _shared.DIGIT_RUNS
+RESPONSE_LOC = ("response",)
 ASCII_SPACE = b" \t\r\n\x0b\x0c"
 ValidationError = msgspec.ValidationError
 DecodeError = msgspec.DecodeError
@@ -395,7 +396,7 @@ def parse_cookies(headers: Iterable[tuple[bytes, bytes]]) -> dict[str, str]:
 
 def has_long_number(raw: bytes) -> bool:
     """Whether `raw` holds a run of `LONG_NUMBER_DIGITS` ASCII digits (in a number or not)."""
-    return len(raw) >= LONG_NUMBER_DIGITS and LONG_NUMBER in raw.translate(DIGIT_RUNS)
+    return len(raw) >= LONG_NUMBER_DIGITS and LONG_NUMBER_RUN in raw.translate(DIGIT_RUNS)
 
 
 def is_empty_file(value: Any) -> bool:
@@ -1031,21 +1032,27 @@ class PydanticRuntime(RouteRuntime):
     __slots__ = (
         "absent_body",
         "body_fields",
+        "dump_arguments",
         "dump_json",
         "dump_options",
-        "json_adapter",
+        "json_validator",
         "path",
         "response_args",
         "response_class",
         "response_field",
+        "response_serializer",
+        "response_validator",
         "whole_body",
     )
 
     absent_body: Any
     body_fields: Any
     whole_body: Any
-    json_adapter: Any
+    json_validator: Any
     dump_options: Any
+    dump_arguments: Any
+    response_validator: Any
+    response_serializer: Any
     dump_json: bool
     response_class: Any
     response_args: Any
@@ -1059,9 +1066,12 @@ class PydanticRuntime(RouteRuntime):
         self.embedded = plan.embedded
         self.whole_body = plan.whole_body
         self.body_name = plan.body_name
-        self.json_adapter = plan.json_adapter
+        self.json_validator = plan.json_validator
         self.absent_body = plan.absent_body
         self.response_field = plan.response_field
+        self.response_validator = plan.response_validator
+        self.response_serializer = plan.response_serializer
+        self.dump_arguments = plan.dump_arguments
         self.dump_options = plan.dump_options
         self.dump_json = plan.dump_json
         self.response_class = plan.response_class
@@ -1082,9 +1092,9 @@ class PydanticRuntime(RouteRuntime):
     def validated_json(self, raw: bytes) -> Any:
         """The whole body validated straight from its JSON bytes, or MISSING where that
         refuses it (or gives None, which FastAPI may take as an absent body): FastAPI's
-        steps then decide (`json_adapter`)."""
+        steps then decide (`json_validator`)."""
         try:
-            value = self.json_adapter.validate_json(raw)
+            value = self.json_validator.validate_json(raw)
         except PydanticValidationError:
             return MISSING
         return MISSING if value is None else value
@@ -1104,11 +1114,12 @@ class PydanticRuntime(RouteRuntime):
             raise body_unreadable() from exc
 
     def checked_result(self, result: Any, scope: Scope) -> Any:
-        """The endpoint's result validated by the response field, as FastAPI validates it."""
-        value, errors = self.response_field.validate(result, {}, loc=("response",))
-        if errors:
-            raise pydantic_response_invalid(errors, result, self.endpoint, self.path, scope)
-        return value
+        """The endpoint's result validated as FastAPI's response field validates it."""
+        try:
+            return self.response_validator.validate_python(result, from_attributes=True)
+        except PydanticValidationError as exc:
+            errors = located_errors(exc, RESPONSE_LOC)
+        raise pydantic_response_invalid(errors, result, self.endpoint, self.path, scope)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         tracker: SendTracker | None = None
@@ -1126,7 +1137,7 @@ class PydanticRuntime(RouteRuntime):
             if self.has_body:
                 raw = await receive_body(receive, self.max_body_size)
                 if (
-                    self.json_adapter is not None
+                    self.json_validator is not None
                     and raw
                     and not has_long_number(raw)
                     and self.json_content(scope["headers"])
@@ -1167,7 +1178,7 @@ class PydanticRuntime(RouteRuntime):
                 else:
                     value = await run_in_threadpool(self.checked_result, result, scope)
                 if self.dump_json:
-                    payload = self.response_field.serialize_json(value, **self.dump_options)
+                    payload = self.response_serializer.to_json(value, **self.dump_arguments)
                     status = self.status_code
                     started = True
                     await send(
@@ -1186,7 +1197,9 @@ class PydanticRuntime(RouteRuntime):
             tracker = SendTracker(send)
             await response(scope, receive, tracker)
         except ClientDisconnect:
-            return
+            if tracker is not None:
+                raise  # from a returned response's sending: FastAPI lets it reach the server
+            return  # the client left before its body was read: nothing to answer
         except Exception as exc:
             error = exc
         if error is not None:

@@ -348,8 +348,10 @@ def nested_too_deeply(msgpack: bool = False) -> HTTPException:
 # value, `json.loads` gives such an integer that Pydantic refuses, where Pydantic's own
 # JSON parser gives infinity. A body with a run of this many digits takes FastAPI's steps.
 LONG_NUMBER_DIGITS = 309
-# Every ASCII digit to "1", every other byte to a space (the pure twin's digit-run search).
+# The pure twin's search for such a run: every ASCII digit to "1", every other byte to a
+# space, and the run as it then reads.
 DIGIT_RUNS = bytes(49 if 48 <= byte <= 57 else 32 for byte in range(256))
+LONG_NUMBER_RUN = b"1" * LONG_NUMBER_DIGITS
 
 
 def takes_json(content_type: bytes) -> bool:

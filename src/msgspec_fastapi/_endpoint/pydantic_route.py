@@ -13,11 +13,15 @@ answers are FastAPI's: the fields are FastAPI's own, and so is the solving of th
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from fastapi import params
 from fastapi.datastructures import DefaultPlaceholder
+from pydantic import TypeAdapter
+from pydantic_core import SchemaSerializer, SchemaValidator
 
 from .. import _compat
 from .._params.converters import direct_param_specs
@@ -118,13 +122,20 @@ class PydanticPlan:
     whole_body: Any
     body_name: str | None
     # Where the whole body's type validates from JSON as FastAPI's parse and validation do
-    # (`validates_json_alike`), its TypeAdapter: the request path tries `validate_json`
-    # first, and takes FastAPI's own steps wherever that refuses the body.
-    json_adapter: Any
+    # (`validates_json_alike`), its validator (pydantic-core's, under the field's
+    # TypeAdapter): the request path validates the bytes first, and takes FastAPI's own
+    # steps wherever that refuses the body.
+    json_validator: Any
     absent_body: Any  # what FastAPI's solving takes for a request without a body
-    # FastAPI's response field, which validates the result (None: the route has no
-    # response model, and the result is made JSON-ready by FastAPI's jsonable_encoder).
+    # FastAPI's response field (None: the route has no response model, and the result is
+    # made JSON-ready by FastAPI's jsonable_encoder), and the pydantic-core validator and
+    # serializer under its TypeAdapter, called as the field and the adapter call them:
+    # `validate_python(result, from_attributes=True)`, and `to_json` with every argument
+    # the adapter's `dump_json` passes (`dump_arguments`).
     response_field: Any
+    response_validator: Any
+    response_serializer: Any
+    dump_arguments: dict[str, Any]
     # The route's response_model_* options, as the response field's serializers take them.
     dump_options: dict[str, Any]
     # Where no response class was chosen and there is a response field, the field renders
@@ -134,6 +145,24 @@ class PydanticPlan:
     response_class: Any
     response_args: dict[str, Any]
     path: str  # the path template FastAPI names in the context of a validation error
+
+
+def _built(core: Any) -> Any:
+    """A TypeAdapter's pydantic-core validator or serializer, or None while it is a
+    stand-in that builds the real one on first use."""
+    return core if isinstance(core, (SchemaValidator, SchemaSerializer)) else None
+
+
+@cache
+def _dump_json_defaults() -> dict[str, Any]:
+    """What TypeAdapter.dump_json passes on to its serializer's `to_json` for each
+    keyword it is not given: its own defaults."""
+    signature = inspect.signature(TypeAdapter.dump_json)
+    return {
+        name: parameter.default
+        for name, parameter in signature.parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    }
 
 
 def _defaults_need_fastapi(dependant: Any) -> bool:
@@ -215,27 +244,41 @@ def _plan(
     fields = list(dependant.body_params)
     embedded = _compat.embeds_body_fields(route)
     whole = fields[0] if len(fields) == 1 and not embedded else None
-    adapter = _compat.field_type_adapter(whole) if whole is not None else None
-    if adapter is not None and not validates_json_alike(adapter.core_schema):
-        adapter = None
+    json_validator = None
+    if whole is not None:
+        adapter = _compat.field_type_adapter(whole)
+        if validates_json_alike(adapter.core_schema):
+            json_validator = _built(adapter.validator)
+    response_field = route.response_field if output is None else None
+    response_validator = response_serializer = None
+    if response_field is not None:
+        adapter = _compat.field_type_adapter(response_field)
+        response_validator = _built(adapter.validator)
+        response_serializer = _built(adapter.serializer)
+        if response_validator is None or response_serializer is None:
+            return None  # built on first use (defer_build): FastAPI's handler builds it
+    dump_options = {
+        "include": route.response_model_include,
+        "exclude": route.response_model_exclude,
+        "by_alias": route.response_model_by_alias,
+        "exclude_unset": route.response_model_exclude_unset,
+        "exclude_defaults": route.response_model_exclude_defaults,
+        "exclude_none": route.response_model_exclude_none,
+    }
     return PydanticPlan(
         route=shared,
         body_fields=fields,
         embedded=embedded,
         whole_body=whole,
         body_name=whole.name if whole is not None else None,
-        json_adapter=adapter,
+        json_validator=json_validator,
         absent_body=_compat.absent_body(),
-        response_field=route.response_field if output is None else None,
-        dump_options={
-            "include": route.response_model_include,
-            "exclude": route.response_model_exclude,
-            "by_alias": route.response_model_by_alias,
-            "exclude_unset": route.response_model_exclude_unset,
-            "exclude_defaults": route.response_model_exclude_defaults,
-            "exclude_none": route.response_model_exclude_none,
-        },
-        dump_json=output is None and route.response_field is not None and chosen is None,
+        response_field=response_field,
+        response_validator=response_validator,
+        response_serializer=response_serializer,
+        dump_arguments={**_dump_json_defaults(), **dump_options},
+        dump_options=dump_options,
+        dump_json=response_field is not None and chosen is None,
         response_class=response_class.value if chosen is None else chosen,
         response_args={"status_code": route.status_code} if route.status_code else {},
         path=dependant.path or "",
