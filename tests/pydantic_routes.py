@@ -35,8 +35,9 @@ ENUMS = {"E0": ("a", "b", "é"), "E1": (1, 2)}  # the values of HEADER's enums
 SENTINELS = (13, "bad")  # what the validators that raise refuse (ValueError)
 BOOM = "boom"  # what they refuse with an exception that is no validation error
 # Routes without a response model or return annotation. Off: MsgspecRouter encodes their
-# values with msgspec, which writes some floats otherwise than FastAPI's `json.dumps`
-# (`1e-7` for `1e-07`); `test_an_untyped_response_renders_floats_as_fastapi_does` pins it.
+# values with msgspec, not as FastAPI's `jsonable_encoder` and `json.dumps` do (floats,
+# non-finite floats, UTC datetimes); `test_an_untyped_response_renders_as_fastapi_does`
+# pins it.
 UNTYPED_RESPONSES = False
 
 
