@@ -105,7 +105,7 @@ class RouteSpec:
     is_async: bool = True
     dependency: str = ""  # "", "guard" (dependencies=), "limit" (a parameter)
     query_q: bool = False
-    payloads: tuple[Any, ...] = ()  # what a "get" route returns, by index
+    payloads: tuple[Any, ...] = ()  # what a "get" route returns, its index as the key
     as_model: bool = False  # a "get" route returns Model.model_validate(payload)
     param_models: tuple[tuple[str, str], ...] = ()  # ("query"|"header"|"cookie", model)
 
@@ -126,9 +126,6 @@ class AppSpec:
     # (not a field of a Pydantic model) is reported in msgspec's words (docs/differences.md),
     # so only apps with "fastapi" have such parameters (`q`, `limit`).
     errors: str | None = None
-
-    def model(self, name: str) -> ModelSpec:
-        return next(m for m in self.models if m.name == name)
 
 
 # --- source -----------------------------------------------------------------------------
@@ -222,8 +219,8 @@ def _field_source(f: FieldSpec, in_typeddict: bool, total: bool) -> str:
     annotation = type_source(f.type)
     if options:
         annotation = f"Annotated[{annotation}, Field({', '.join(options)})]"
-    if in_typeddict:
-        optional = (f.default is not None) == total
+    if in_typeddict:  # a field with a default is a key that may be left out
+        optional = f.default is not None and total
         return f"    {f.name}: {f'NotRequired[{annotation}]' if optional else annotation}"
     default = "" if f.default is None else f" = {f.default}"
     return f"    {f.name}: {annotation}{default}"
@@ -257,7 +254,7 @@ def _validator_source(kind: str, target: str) -> list[str]:
         return [
             '    @model_validator(mode="after")',
             "    def check_whole(self):",
-            f"        if len(self.model_fields_set) == {1}:",
+            "        if len(self.model_fields_set) == 1:",
             '            raise ValueError("one field set is not enough")',
             "        return self",
         ]
@@ -392,11 +389,12 @@ def namespace(app: AppSpec) -> dict[str, Any]:
     # Not under this module's `from __future__ import annotations`: FastAPI and Pydantic
     # read the annotations as the source writes them.
     exec(compile(text, "<pydantic app>", "exec", dont_inherit=True), ns)
-    ns["__source__"] = text
     return ns
 
 
-def build(app: AppSpec, ns: dict[str, Any], twin: Twin | None, dispatch: bool = False) -> Any:
+def build(
+    app: AppSpec, ns: dict[str, Any], twin: Twin | None, dispatch: bool = False
+) -> tuple[FastAPI, APIRouter]:
     """The app on FastAPI's `APIRouter` (`twin=None`: the oracle) or on `twin`'s
     `MsgspecRouter`, with `install_dispatch` where `dispatch`. Also returns the router."""
     router = APIRouter() if twin is None else twin.router_class(errors=app.errors)
@@ -407,7 +405,7 @@ def build(app: AppSpec, ns: dict[str, Any], twin: Twin | None, dispatch: bool = 
         if route.status_code is not None:
             options["status_code"] = route.status_code
         if route.dependency == "guard":
-            options["dependencies"] = [eval("Depends(guard)", ns)]
+            options["dependencies"] = [ns["Depends"](ns["guard"])]
         router.add_api_route(route.path, ns[route.name], methods=[route.method], **options)
     fastapi_app = FastAPI()
     fastapi_app.include_router(router)
@@ -441,8 +439,6 @@ DEFAULTS = {
     "optional": ["None"],
     "list": ["[]"],
     "dict": ["{}"],
-    "literal": [],
-    "enum": [],
 }
 
 
