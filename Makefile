@@ -201,6 +201,15 @@ fuzz-deps: $(VENV)/.installed
 	MSGSPEC_FASTAPI_DEPS_CASES=$(FUZZ_DEPS_CASES) $(PY) -m pytest -q -s -m fuzz_deps \
 		tests/test_dependency_differential.py
 
+# The Pydantic differential's long mode: at least FUZZ_PYDANTIC_CASES requests compared
+# between Pydantic routes on FastAPI's APIRouter and on MsgspecRouter (each twin, with
+# FastAPI's routing and with install_dispatch); see tests/test_pydantic_differential.py.
+FUZZ_PYDANTIC_CASES ?= 100000
+.PHONY: fuzz-pydantic
+fuzz-pydantic: $(VENV)/.installed
+	MSGSPEC_FASTAPI_PYDANTIC_CASES=$(FUZZ_PYDANTIC_CASES) $(PY) -m pytest -q -s -m fuzz_pydantic \
+		tests/test_pydantic_differential.py
+
 # The error differential's long mode: FUZZ_ERRORS_CASES failing requests compared between
 # FastAPI with Pydantic and MsgspecRouter(errors="fastapi") (each on both twins); see
 # tests/test_errors_fastapi.py.
