@@ -122,9 +122,9 @@ class RouteSpec:
 class AppSpec:
     models: tuple[ModelSpec, ...]
     routes: tuple[RouteSpec, ...]
-    # MsgspecRouter's errors=: by default a parameter of the route's own that fails
-    # (not a field of a Pydantic model) is reported in msgspec's words (docs/differences.md),
-    # so only apps with "fastapi" have such parameters (`q`, `limit`).
+    # MsgspecRouter's errors=: a route without msgspec types reports a failing parameter
+    # in FastAPI's words whichever it is (docs/differences.md), so every app may have such
+    # parameters (`q`, `limit`).
     errors: str | None = None
 
 
@@ -610,8 +610,8 @@ def draw_app(r: Random) -> AppSpec:
             declared=declared,
             status_code=r.choice([None, None, None, 201, 202]),
             is_async=not _chance(r, 3),
-            dependency=r.choice(["", "", "guard", "limit" if errors else "guard"]),
-            query_q=errors is not None and _chance(r, 3),
+            dependency=r.choice(["", "", "guard", "limit"]),
+            query_q=_chance(r, 3),
         )
         options = _option_sets(r, main, by_name) if declared != "none" else ()
         if kind == "body":

@@ -63,7 +63,7 @@ NORMAL_CALLS = 10  # requests per example at least: 100 x 10 x 2 modes x 2 twins
 NORMAL_CASES = 2_000
 HARNESS_EXAMPLES = 10
 # What `direct_share` must reach over a normal run (0 while Pydantic routes are delegated).
-MINIMUM_DIRECT_SHARE = 0.0
+MINIMUM_DIRECT_SHARE = 0.35
 
 TALLIES: dict[str, Tally] = {}
 
@@ -330,13 +330,10 @@ def test_an_untyped_response_renders_as_fastapi_does(
     run_case(Case(app, (post(body),)), twin, "pinned")
 
 
-@pytest.mark.xfail(
-    raises=Divergence,
-    strict=True,
-    reason="a TypedDict is msgspec's, which ignores the Pydantic Field(gt=0) of its field: "
-    "the body {'f0': 0} is taken (FastAPI: 422) and a response {'f0': 0} sent (FastAPI: 500)",
-)
 def test_a_typeddict_with_a_pydantic_constraint_is_validated_as_fastapi_does(twin: Twin) -> None:
+    """Found by this differential: msgspec took the TypedDict and ignored the Pydantic
+    Field(gt=0) of its field (the body {'f0': 0} taken, FastAPI's 422; a response {'f0': 0}
+    sent, FastAPI's 500)."""
     td = ModelSpec("TD0", "typeddict", (FieldSpec("f0", T("int"), constraints=(("gt", 0),)),))
     route = RouteSpec(
         "r0", "body", body=(("item", T("ref", ("TD0",)), False),), response=T("ref", ("TD0",))
