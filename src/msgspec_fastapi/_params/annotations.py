@@ -79,10 +79,11 @@ def annotates_inside(annotation: Any, seen: frozenset[int] = frozenset()) -> boo
     inside it: msgspec would silently ignore it."""
     bare = strip_annotated(annotation)
     inner = [arg for arg in get_args(bare) if arg is not Ellipsis]
-    if not is_struct_class(bare) and is_record_type(bare) and id(bare) not in seen:
-        seen = seen | {id(bare)}
+    record = get_origin(bare) or bare  # a generic record's class
+    if not is_struct_class(record) and is_record_type(record) and id(record) not in seen:
+        seen = seen | {id(record)}
         try:
-            inner.extend(get_type_hints(bare, include_extras=True).values())
+            inner.extend(get_type_hints(record, include_extras=True).values())
         except (NameError, TypeError):
             return True  # fields it cannot read: let Pydantic have the type
     for arg in inner:
