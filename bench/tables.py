@@ -1,7 +1,11 @@
-"""The benchmark tables of the README and the docs, written from bench/results/*.json.
+"""The benchmark tables of the README and the docs, and the README's picture, written from
+bench/results/*.json.
 
-    python bench/tables.py            # rewrite every table in place (make tables)
-    python bench/tables.py --check    # exit 1, naming them, if any table differs
+    python bench/tables.py                 # rewrite every table in place, redraw the
+                                           # picture if stale (make tables)
+    python bench/tables.py --take-anyway   # the same from a city run beyond the limits
+    python bench/tables.py --check         # exit 1, naming them, if any table or the
+                                           # picture differs
 
 A table lives between two marker lines of its page (README.md or docs/*.md):
 
@@ -17,8 +21,15 @@ shown by `make tables`, and the test suite fails while a page's table differs fr
 the committed results give (tests/test_benchmark_tables.py). Figures in the prose around
 the tables are the prose's own: reread it after a rerun.
 
+The README's figures, a table (the view `readme-cities`) and a picture (CHART, drawn by
+bench/readme_chart.py), come from the newest full city run only if that run kept the
+limits LOAD_LIMIT and SCATTER_LIMIT: writing refuses it otherwise, unless --take-anyway,
+and the caption then says which limits it broke. `--check` compares only: a page can hold
+a run beyond the limits only if someone wrote it with --take-anyway, and its caption says so.
+
 Only the standard library: the docs build (docs/hooks/benchmarks.py) imports this module
-by its path to check the pages and to draw the plots from the same data (`Rendered.plot`).
+by its path to check the pages and to draw the plots from the same data (`Rendered.plot`);
+matplotlib is imported only to redraw the README's picture.
 """
 
 from __future__ import annotations
