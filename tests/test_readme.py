@@ -13,6 +13,8 @@ import re
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -55,6 +57,8 @@ def test_the_readme_keeps_the_two_commands_for_a_fresh_machine() -> None:
 
 
 def test_every_file_the_readme_links_exists() -> None:
+    if not (ROOT / "setup.py").exists():
+        pytest.skip("not the source tree: the installed package's tests copy only some files")
     targets = re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", README)
     local = [target for target in targets if "://" not in target]
     assert local, "no local link found"
