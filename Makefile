@@ -110,11 +110,21 @@ $(VENV)/.bench-installed: $(VENV)/.installed bench/requirements.txt
 	$(PY) -m pip install -q -r bench/requirements.txt
 	touch $@
 
-# The README's and the docs' benchmark tables, rewritten from bench/results/*.json (the
-# standard library only); tests/test_benchmark_tables.py fails while one differs.
+# The README's and the docs' benchmark tables, rewritten from bench/results/*.json, and the
+# README's picture (docs/img/cities.png) drawn with matplotlib in a venv of its own;
+# tests/test_benchmark_tables.py fails while one differs. It refuses a noisy run for the
+# README's figures unless TABLES_ARGS=--take-anyway (see bench/tables.py).
+PLOT_VENV ?= .venv-plot
+TABLES_ARGS ?=
+$(PLOT_VENV)/.installed: bench/requirements-plot.txt
+	$(PYTHON) -m venv $(PLOT_VENV)
+	$(PLOT_VENV)/bin/python -m pip install -q --upgrade pip
+	$(PLOT_VENV)/bin/python -m pip install -q -r bench/requirements-plot.txt
+	touch $@
+
 .PHONY: tables
-tables:
-	$(PYTHON) bench/tables.py
+tables: $(PLOT_VENV)/.installed
+	$(PLOT_VENV)/bin/python bench/tables.py $(TABLES_ARGS)
 
 # The micro benchmark on one pinned core; see docs/benchmarks.md.
 bench: $(VENV)/.bench-installed
@@ -279,7 +289,8 @@ docs: $(DOCS_VENV)/.installed
 	NO_MKDOCS_2_WARNING=1 $(DOCS_VENV)/bin/mkdocs build --strict --clean --site-dir site
 
 clean:
-	rm -rf $(VENV) $(LOW_VENV) $(PY313_VENV) $(SERVICE_VENV) $(BUILD_VENV) $(DOCS_VENV) site .venv-wheel-test \
+	rm -rf $(VENV) $(LOW_VENV) $(PY313_VENV) $(SERVICE_VENV) $(BUILD_VENV) $(DOCS_VENV) $(PLOT_VENV) site \
+		.venv-wheel-test \
 		.fastapi-suite build dist \
 		wheelhouse src/*.egg-info
 	find src/msgspec_fastapi -name '*.so' -o -name '*.c' | xargs rm -f

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # `make wheel-test`: install what `make wheel` built into a fresh virtual environment and
 # test it from a temporary folder where the source tree cannot be imported.
+#   0. the README's install line for the wheel, run as written with the venv's pip first on
+#      PATH, then the README's usage example against that install, with nothing but the
+#      package's own dependencies installed (.ci/readme.py);
 #   1. the repaired wheel: IMPLEMENTATION == "compiled", the suite once (both twins, by the
 #      `twin` fixture), then the pure_smoke tests with MSGSPEC_FASTAPI_PURE=1;
 #   2. the sdist with a C compiler that fails: a working pure install, with a warning, and
@@ -32,12 +35,17 @@ mkdir "$work/.ci"
 # docs/ and docs_src/: tests/test_docs_examples.py runs the docs' examples on the install too;
 # README.md and bench/: tests/test_benchmark_tables.py reads the tables and the results.
 cp -r tests docs docs_src bench pyproject.toml README.md "$work/"
-cp .ci/check_install.py "$work/.ci/"
+cp .ci/check_install.py .ci/readme.py "$work/.ci/"
 
 rm -rf "$venv"
 "$python" -m venv "$venv"
 vpy=$PWD/$venv/bin/python
 "$vpy" -m pip install -q --upgrade pip
+
+line=$("$python" .ci/readme.py wheel-install)
+echo "== wheel-test 0: the README's \`$line\`, then its usage example"
+PATH="$PWD/$venv/bin:$PATH" bash -euc "$line"
+(cd "$work" && "$vpy" .ci/readme.py usage)
 
 echo "== wheel-test 1: $(basename "$wheel")"
 "$vpy" -m pip install -q "${wheel}[test]"

@@ -1,7 +1,11 @@
-"""The benchmark tables of the README and the docs, written from bench/results/*.json.
+"""The benchmark tables of the README and the docs, and the README's picture, written from
+bench/results/*.json.
 
-    python bench/tables.py            # rewrite every table in place (make tables)
-    python bench/tables.py --check    # exit 1, naming them, if any table differs
+    python bench/tables.py                 # rewrite every table in place, redraw the
+                                           # picture if stale (make tables)
+    python bench/tables.py --take-anyway   # the same from a city run beyond the limits
+    python bench/tables.py --check         # exit 1, naming them, if any table or the
+                                           # picture differs
 
 A table lives between two marker lines of its page (README.md or docs/*.md):
 
@@ -17,16 +21,26 @@ shown by `make tables`, and the test suite fails while a page's table differs fr
 the committed results give (tests/test_benchmark_tables.py). Figures in the prose around
 the tables are the prose's own: reread it after a rerun.
 
+The README's figures, a table (the view `readme-cities`) and a picture (CHART, drawn by
+bench/readme_chart.py), come from the newest full city run only if that run kept the
+limits LOAD_LIMIT and SCATTER_LIMIT: writing refuses it otherwise, unless --take-anyway,
+and the caption then says which limits it broke. `--check` compares only: a page can hold
+a run beyond the limits only if someone wrote it with --take-anyway, and its caption says so.
+
 Only the standard library: the docs build (docs/hooks/benchmarks.py) imports this module
-by its path to check the pages and to draw the plots from the same data (`Rendered.plot`).
+by its path to check the pages and to draw the plots from the same data (`Rendered.plot`);
+matplotlib is imported only to redraw the README's picture.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib.util
 import json
 import re
 import statistics
+import struct
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -643,9 +657,10 @@ def render_file(document: Doc) -> Rendered:
 # --- the README's views --------------------------------------------------------------------
 
 
-# What a city run must have measured to be the README's table, as for server runs below.
+# What a city run must have measured to be the README's table and picture, as for server
+# runs below: ours beside the peers and the bare ASGI app, in the README's order.
 FULL_CITY_ROUTES = ("validate", "list", "search", "get")
-FULL_CITY_VARIANTS = ("compiled", "pure", "upstream", "pydantic", "litestar", "blacksheep", "bare")
+README_VARIANTS = ("compiled", "pure", "pydantic", "litestar", "blacksheep", "bare")
 
 
 def is_city_run(document: Doc) -> bool:
@@ -657,7 +672,7 @@ def is_city_run(document: Doc) -> bool:
     routes = document.get("routes", {})
     for route in FULL_CITY_ROUTES:
         measured = routes.get(route, {}).get("summary", {})
-        if not all(variant in measured for variant in FULL_CITY_VARIANTS):
+        if not all(variant in measured for variant in README_VARIANTS):
             return False
     return True
 
@@ -699,33 +714,176 @@ def newest(documents: dict[str, Doc], wanted: Callable[[Doc], bool]) -> str:
 def source(name: str, document: Doc) -> str:
     run = document["run"]
     return (
-        f"`{run['command']}` at `{run['commit']}` on {run['date']} (`bench/results/{name}`),"
-        f" {load_phrase(document)}"
+        f"`{run['command']}` on {run['machine']} at `{run['commit']}` on {run['date']}"
+        f" (`bench/results/{name}`), {load_phrase(document)}"
+    )
+
+
+# --- the README's figures, from a quiet run only ---------------------------------------------
+
+# The limits a run must keep for the README's figures, written only here: the 1-minute load
+# average before the run, and the scatter of its per-round ratios (each shown variant's
+# time over compiled's in the same round, route by route), as the interquartile range of
+# those ratios over their median. `make tables` refuses a run beyond either unless told
+# to take it anyway (--take-anyway), and the figures' caption then says which it broke.
+LOAD_LIMIT = 1.0
+SCATTER_LIMIT = 0.15
+
+
+def load_before(document: Doc) -> float | None:
+    """The 1-minute load average the run recorded before its timings."""
+    before = document.get("meta", {}).get("load_before")
+    return float(before[0]) if before else None
+
+
+def widest_scatter(document: Doc) -> tuple[float, str] | None:
+    """The largest scatter of the per-round ratios to compiled among the README's variants,
+    and which ratio on which route it is; None for a run of fewer than two rounds."""
+    clock = document["config"].get("clock", "cpu")
+    widest: tuple[float, str] | None = None
+    for data in document["routes"].values():
+        rounds = data["rounds_us"][clock]
+        for variant in README_VARIANTS[1:]:
+            ratios = [v / c for v, c in zip(rounds[variant], rounds["compiled"], strict=True)]
+            if len(ratios) < 2:
+                return None
+            median, low, high = _quartiles(ratios)
+            scatter = (high - low) / median
+            if widest is None or scatter > widest[0]:
+                widest = (scatter, f"{VARIANT_NAMES[variant]} over compiled, {data['label']}")
+    return widest
+
+
+def doubts(document: Doc) -> list[str]:
+    """Why a run's figures may not be the README's: the limits it breaks; none if it keeps
+    them."""
+    found = []
+    load = load_before(document)
+    if load is None:
+        found.append("no load average recorded before the run")
+    elif load > LOAD_LIMIT:
+        found.append(f"load average {load:.2f} before the run (limit {LOAD_LIMIT:.1f})")
+    widest = widest_scatter(document)
+    if widest is None:
+        found.append("fewer than two rounds, so no scatter to judge")
+    elif widest[0] > SCATTER_LIMIT:
+        scatter, where = widest
+        found.append(
+            f"per-round ratios scattering by up to {scatter:.0%} ({where}; limit"
+            f" {SCATTER_LIMIT:.0%}, interquartile range over median)"
+        )
+    return found
+
+
+def taken_anyway(document: Doc) -> str:
+    """What the caption says of a run shown although it breaks the limits; "" if it keeps
+    them."""
+    found = doubts(document)
+    if not found:
+        return ""
+    return (
+        "**Taken anyway** (`make tables TABLES_ARGS=--take-anyway`) from a run beyond the"
+        f" limits for these figures: {'; '.join(found)}."
+    )
+
+
+def city_figures(documents: dict[str, Doc]) -> tuple[str, dict[str, dict[str, float]]]:
+    """The README's source for the city routes, and µs per request by route and variant."""
+    name = newest(documents, is_city_run)
+    routes = documents[name]["routes"]
+    figures = {
+        data["label"]: {v: data["summary"][v]["median_us"] for v in README_VARIANTS}
+        for data in routes.values()
+    }
+    return name, figures
+
+
+def city_caption(name: str, document: Doc) -> str:
+    config, run = document["config"], document["run"]
+    versions = run.get("versions", {})
+    caption = (
+        f"µs per request, lower is faster (median of {config['rounds']} interleaved rounds,"
+        f" {CLOCKS[config['clock']]} time, one pinned core, in-process ASGI), FastAPI"
+        f" {versions.get('fastapi', '?')}, msgspec {versions.get('msgspec', '?')};"
+        f" {source(name, document)}."
+    )
+    return f"{caption} {taken_anyway(document) or within_limits()}"
+
+
+def within_limits() -> str:
+    return (
+        f"The run kept the limits for these figures: load average before it at most"
+        f" {LOAD_LIMIT:.1f}, per-round ratios to compiled scattering by at most"
+        f" {SCATTER_LIMIT:.0%} (interquartile range over median)."
     )
 
 
 def view_cities(documents: dict[str, Doc]) -> str:
-    name = newest(documents, is_city_run)
-    document = documents[name]
-    routes = document["routes"]
-    present = [v for v in VARIANT_NAMES if any(v in r["summary"] for r in routes.values())]
+    name, figures = city_figures(documents)
     rows = [
-        [f"`{data['label']}`"]
-        + [
-            f"{data['summary'][v]['median_us']:.1f}" if v in data["summary"] else "-"
-            for v in present
-        ]
-        for data in routes.values()
+        [f"`{label}`"] + [f"{by_variant[v]:.1f}" for v in README_VARIANTS]
+        for label, by_variant in figures.items()
     ]
+    columns = ["route", *(VARIANT_NAMES[v] for v in README_VARIANTS)]
+    return city_caption(name, documents[name]) + "\n\n" + table(columns, rows)
+
+
+# The README's picture of the same figures (bench/readme_chart.py draws it; matplotlib), and
+# the PNG text chunk that records what it shows, so that a stale picture is found without
+# drawing it again.
+CHART = Path("docs") / "img" / "cities.png"
+CHART_KEY = "msgspec-fastapi figures"
+CHART_CODE = Path(__file__).with_name("readme_chart.py")
+
+
+def chart_note(name: str, document: Doc) -> str:
+    """The picture's caption, in plain text: how, where and when the run measured."""
     config, run = document["config"], document["run"]
-    versions = run.get("versions", {})
-    clock = CLOCKS[config["clock"]]
-    caption = (
-        f"µs per request (median of {config['rounds']} interleaved rounds, {clock}"
-        f" time, one pinned core), in-process ASGI, FastAPI {versions.get('fastapi', '?')},"
-        f" msgspec {versions.get('msgspec', '?')}; {source(name, document)}:"
-    )
-    return caption + "\n\n" + table(["route", *(VARIANT_NAMES[v] for v in present)], rows)
+    lines = [
+        f"Median of {config['rounds']} interleaved rounds, {CLOCKS[config['clock']]} time, one"
+        f" pinned core, in-process ASGI. {run['machine']}, commit {run['commit']},"
+        f" {run['date']}, {load_phrase(document)} (bench/results/{name})."
+    ]
+    if found := doubts(document):
+        lines.append("Taken anyway, beyond the limits for these figures: " + "; ".join(found))
+    return "\n".join(lines)
+
+
+def chart_stamp(documents: dict[str, Doc]) -> str:
+    """What the picture must show: its source, caption and figures, as one JSON text."""
+    name, figures = city_figures(documents)
+    stamp = {
+        "source": name,
+        "note": chart_note(name, documents[name]),
+        "variants": [VARIANT_NAMES[v] for v in README_VARIANTS],
+        # The drawing code too: a picture drawn by an older version of it is stale.
+        "drawn_by": hashlib.sha256(CHART_CODE.read_bytes()).hexdigest()[:16],
+        "figures": {
+            label: [round(by[v], 1) for v in README_VARIANTS] for label, by in figures.items()
+        },
+    }
+    return json.dumps(stamp, sort_keys=True)
+
+
+def png_text(path: Path) -> dict[str, str]:
+    """The tEXt chunks of a PNG file."""
+    data = path.read_bytes()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise TableError(f"{path} is not a PNG file")
+    found, at = {}, 8
+    while at < len(data):
+        (length,) = struct.unpack(">I", data[at : at + 4])
+        kind, body = data[at + 4 : at + 8], data[at + 8 : at + 8 + length]
+        if kind == b"tEXt":
+            key, _, value = body.partition(b"\0")
+            found[key.decode("latin-1")] = value.decode("latin-1")
+        at += 12 + length
+    return found
+
+
+def chart_is_current(root: Path, documents: dict[str, Doc]) -> bool:
+    path = root / CHART
+    return path.exists() and png_text(path).get(CHART_KEY) == chart_stamp(documents)
 
 
 def view_servers(documents: dict[str, Doc]) -> str:
@@ -770,7 +928,7 @@ def view_servers(documents: dict[str, Doc]) -> str:
 
 VIEWS: dict[str, Callable[[dict[str, Doc]], str]] = {
     "readme-cities": view_cities,
-    "readme-servers": view_servers,
+    "servers-summary": view_servers,
 }
 
 
@@ -801,10 +959,9 @@ def pages(root: Path = ROOT) -> list[Path]:
     return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
 
 
-def stale_pages(root: Path = ROOT, write: bool = False) -> list[str]:
-    """The pages below `root` whose tables differ from what its bench/results give;
-    rewritten if `write`."""
-    documents = load_results(root / "bench" / "results")
+def stale_pages(root: Path, documents: dict[str, Doc], write: bool = False) -> list[str]:
+    """The pages below `root` whose tables differ from what `documents` give; rewritten if
+    `write`."""
     stale = []
     for path in pages(root):
         text = path.read_text(encoding="utf-8")
@@ -816,18 +973,62 @@ def stale_pages(root: Path = ROOT, write: bool = False) -> list[str]:
     return stale
 
 
+def draw_chart(root: Path, documents: dict[str, Doc]) -> None:
+    """The README's picture, drawn by bench/readme_chart.py (loaded by its path, as this
+    module is by the docs build and the tests: only here is matplotlib needed)."""
+    spec = importlib.util.spec_from_file_location("bench_readme_chart", CHART_CODE)
+    assert spec is not None and spec.loader is not None
+    chart = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(chart)
+    name, figures = city_figures(documents)
+    named = {route: {VARIANT_NAMES[v]: us for v, us in by.items()} for route, by in figures.items()}
+    chart.draw(
+        root / CHART,
+        named,
+        chart_note(name, documents[name]),
+        {CHART_KEY: chart_stamp(documents)},
+    )
+
+
 def main(argv: list[str] | None = None, root: Path = ROOT) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--check", action="store_true", help="change nothing; exit 1 if a table differs"
+        "--check",
+        action="store_true",
+        help="change nothing; exit 1 if a table or the README's picture differs",
+    )
+    parser.add_argument(
+        "--take-anyway",
+        action="store_true",
+        help="write the README's figures from a run beyond the limits (load average before"
+        f" it over {LOAD_LIMIT:.1f}, per-round ratios scattering by over {SCATTER_LIMIT:.0%});"
+        " their caption says so",
     )
     args = parser.parse_args(argv)
-    stale = stale_pages(root, write=not args.check)
-    if args.check and stale:
-        print(f"tables differ from bench/results in: {', '.join(stale)} (make tables)")
+    documents = load_results(root / "bench" / "results")
+    if args.check:
+        stale = stale_pages(root, documents)
+        if not chart_is_current(root, documents):
+            stale.append(CHART.as_posix())
+        if stale:
+            print(f"tables differ from bench/results in: {', '.join(stale)} (make tables)")
+            return 1
+        return 0
+    name = newest(documents, is_city_run)
+    if (found := doubts(documents[name])) and not args.take_anyway:
+        print(
+            f"refused: bench/results/{name} is beyond the limits for the README's figures:"
+            f" {'; '.join(found)}. Rerun it on a quiet machine, or take it anyway"
+            " (make tables TABLES_ARGS=--take-anyway; the caption then says so).",
+            file=sys.stderr,
+        )
         return 1
+    stale = stale_pages(root, documents, write=True)
+    if not chart_is_current(root, documents):
+        draw_chart(root, documents)
+        stale.append(CHART.as_posix())
     if stale:
-        print(f"tables rewritten in: {', '.join(stale)}")
+        print(f"rewritten from bench/results: {', '.join(stale)}")
     return 0
 
 
