@@ -70,6 +70,8 @@ VARIANT_NAMES = {
     "pure": "pure",
     "upstream": "upstream 0.0.4",
     "pydantic": "FastAPI + Pydantic",
+    "pydantic-compiled": "Pydantic on MsgspecRouter",
+    "pydantic-pure": "Pydantic on MsgspecRouter, pure",
     "litestar": "Litestar",
     "blacksheep": "BlackSheep",
     "floor": "hand-written floor",
@@ -660,7 +662,15 @@ def render_file(document: Doc) -> Rendered:
 # What a city run must have measured to be the README's table and picture, as for server
 # runs below: ours beside the peers and the bare ASGI app, in the README's order.
 FULL_CITY_ROUTES = ("validate", "list", "search", "get")
-README_VARIANTS = ("compiled", "pure", "pydantic", "litestar", "blacksheep", "bare")
+README_VARIANTS = (
+    "compiled",
+    "pure",
+    "pydantic-compiled",
+    "pydantic",
+    "litestar",
+    "blacksheep",
+    "bare",
+)
 
 
 def is_city_run(document: Doc) -> bool:

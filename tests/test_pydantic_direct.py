@@ -269,12 +269,13 @@ def test_an_invalid_result_raises_fastapis_response_validation_error(
 
         @app.exception_handler(ResponseValidationError)
         async def record(request: Request, exc: ResponseValidationError) -> JSONResponse:
-            seen.append((exc.errors(), exc.body, str(exc)))
+            # Not str(exc): FastAPI caches endpoint contexts by id(), which a later
+            # function may reuse, so the text can name another function on either side.
+            seen.append((exc.errors(), exc.body))
             return JSONResponse({"failed": True}, status_code=500)
 
     assert answer(ours, "GET", "/bad") == answer(theirs, "GET", "/bad")
     assert seen[0] == seen[1]
-    assert "bad" in seen[1][2]  # the endpoint context names the endpoint
 
 
 def test_an_unhandled_response_validation_error_is_a_500(twin: Twin, solved: list[Any]) -> None:
@@ -378,7 +379,7 @@ def test_a_validation_error_handler_sees_the_body_fastapi_parsed(
 
         @app.exception_handler(RequestValidationError)
         async def record(request: Request, exc: RequestValidationError) -> JSONResponse:
-            seen.append((exc.errors(), exc.body, str(exc)))
+            seen.append((exc.errors(), exc.body))  # not str(exc): see above
             return JSONResponse({"invalid": True}, status_code=422)
 
     for raw in (b'{"name": 3}', b'{"name"', b""):

@@ -366,17 +366,21 @@ def takes_json(content_type: bytes) -> bool:
     return subtype == "json" or subtype.endswith("+json")
 
 
-def json_invalid(exc: JSONDecodeError, call: Any, path: str, scope: Any) -> RequestValidationError:
-    """FastAPI's 422 for a body `json.loads` refused."""
-    error = {
+def json_invalid_error(exc: JSONDecodeError) -> dict[str, Any]:
+    """FastAPI's error for a body `json.loads` refused."""
+    return {
         "type": "json_invalid",
         "loc": ("body", exc.pos),
         "msg": "JSON decode error",
         "input": {},
         "ctx": {"error": exc.msg},
     }
+
+
+def json_invalid(exc: JSONDecodeError, call: Any, path: str, scope: Any) -> RequestValidationError:
+    """FastAPI's 422 for a body `json.loads` refused, on a Pydantic route."""
     context = endpoint_context(call, path, scope)
-    return RequestValidationError([error], body=exc.doc, endpoint_ctx=context)
+    return RequestValidationError([json_invalid_error(exc)], body=exc.doc, endpoint_ctx=context)
 
 
 def body_unreadable() -> HTTPException:

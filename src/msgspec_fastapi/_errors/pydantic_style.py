@@ -46,7 +46,7 @@ from .._compat import (
     header_model_errors_by_header_name,
     parameter_models_take_defaults,
 )
-from .._shared import malformed_json, nested_too_deeply
+from .._shared import json_invalid_error, malformed_json, nested_too_deeply
 from .validation import BodyErrors, json_ready, nests_deeper_than
 
 # The Meta constraints Pydantic's Field takes under the same names.
@@ -172,14 +172,7 @@ def json_invalid(
             raise failed
         json.loads(raw)
     except json.JSONDecodeError as exc:
-        error = {
-            "type": "json_invalid",
-            "loc": ("body", exc.pos),
-            "msg": "JSON decode error",
-            "input": {},
-            "ctx": {"error": exc.msg},
-        }
-        return RequestValidationError([error], body=exc.doc)
+        return RequestValidationError([json_invalid_error(exc)], body=exc.doc)
     except RecursionError:
         return nested_too_deeply()
     except ValueError:  # not UTF-8 (UnicodeDecodeError), or a number too long to read
