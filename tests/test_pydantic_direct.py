@@ -607,3 +607,22 @@ def test_pydantic_constraints_on_a_typed_dicts_fields_are_applied_as_fastapi_doe
         twin, solved, define, "POST", "/limits", content=b'{"count": 0}', headers=JSON
     )
     assert status == 422
+
+
+class Deferred(pydantic.BaseModel):
+    """A model whose validator and serializer Pydantic builds on first use."""
+
+    model_config = pydantic.ConfigDict(defer_build=True)
+    name: str
+
+
+def test_a_model_built_on_first_use_answers_as_on_an_api_router(twin: Twin) -> None:
+    def define(router: APIRouter) -> None:
+        @router.post("/deferred")
+        async def deferred(body: Deferred) -> Deferred:
+            return body
+
+    theirs, ours, _ = apps(twin, define)
+    for raw in (b'{"name": "a"}', b'{"name": 1}', b"{"):
+        expected = answer(theirs, "POST", "/deferred", content=raw, headers=JSON)
+        assert answer(ours, "POST", "/deferred", content=raw, headers=JSON) == expected

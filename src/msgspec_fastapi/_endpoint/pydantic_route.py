@@ -21,7 +21,6 @@ from typing import Any
 from fastapi import params
 from fastapi.datastructures import DefaultPlaceholder
 from pydantic import TypeAdapter
-from pydantic_core import SchemaSerializer, SchemaValidator
 
 from .. import _compat
 from .._params.converters import direct_param_specs
@@ -147,10 +146,11 @@ class PydanticPlan:
     path: str  # the path template FastAPI names in the context of a validation error
 
 
-def _built(core: Any) -> Any:
-    """A TypeAdapter's pydantic-core validator or serializer, or None while it is a
-    stand-in that builds the real one on first use."""
-    return core if isinstance(core, (SchemaValidator, SchemaSerializer)) else None
+def _built(core: Any, method: str) -> Any:
+    """A TypeAdapter's validator or serializer (pydantic-core's, or the wrapper Pydantic's
+    plugins put around it), or None while it is a stand-in that builds the real one on
+    first use: a stand-in's class has no `method`, it answers every name per instance."""
+    return core if hasattr(type(core), method) else None
 
 
 @cache
@@ -248,13 +248,13 @@ def _plan(
     if whole is not None:
         adapter = _compat.field_type_adapter(whole)
         if validates_json_alike(adapter.core_schema):
-            json_validator = _built(adapter.validator)
+            json_validator = _built(adapter.validator, "validate_json")
     response_field = route.response_field if output is None else None
     response_validator = response_serializer = None
     if response_field is not None:
         adapter = _compat.field_type_adapter(response_field)
-        response_validator = _built(adapter.validator)
-        response_serializer = _built(adapter.serializer)
+        response_validator = _built(adapter.validator, "validate_python")
+        response_serializer = _built(adapter.serializer, "to_json")
         if response_validator is None or response_serializer is None:
             return None  # built on first use (defer_build): FastAPI's handler builds it
     dump_options = {
