@@ -133,8 +133,8 @@ def rows(
     return result
 
 
-def columns(base: str, causes: tuple[str, ...] = CAUSES) -> list[str]:
-    heads = ["route", "variant"]
+def columns(base: str, causes: tuple[str, ...] = CAUSES, kind: str = "variant") -> list[str]:
+    heads = ["route", kind]
     for cause in causes:
         heads += [HEADINGS[cause], f"vs {base}"]
     return heads
