@@ -10,7 +10,9 @@ own set-up) drops out, and what is left is the steady state of one more request.
 - instructions: callgrind's `Ir`.
 - I1 and D1 misses: first-level instruction- and data-cache misses (D1: reads and writes)
   of callgrind's cache model, pinned to one geometry (CACHE_MODEL) so that the figures do
-  not depend on the machine they were counted on.
+  not depend on the machine they were counted on. The I1 misses are also split by the
+  binary whose code missed (callgrind_objects.py): the interpreter, the framework's own
+  compiled modules (ours or BlackSheep's), msgspec, libc.
 - allocations: blocks asked of an allocator by code outside the allocators (see
   callgrind_calls.py); an object reused from a type's free list is not one.
 
@@ -35,6 +37,7 @@ from typing import Any
 
 import icount
 from callgrind_calls import read_allocator_calls
+from callgrind_objects import GROUPS, OTHER, self_cost_by_group
 from common import log, run_record, versions
 from tables import table
 
@@ -51,6 +54,10 @@ HEADINGS = {
     "D1": "D1 misses",
     "allocations": "allocations",
 }
+GROUP_NAMES = tuple(dict.fromkeys([*(group for group, _ in GROUPS), OTHER]))
+# The I1 misses in the interpreter and in the framework's own compiled modules (ours, or
+# BlackSheep's), shown beside the total; the rest are msgspec's, libc's and others'.
+SPLIT = {"interpreter": ("interpreter",), "framework": ("ours", "blacksheep")}
 
 
 def counted(
@@ -72,7 +79,11 @@ def counted(
         "I1": events["I1mr"],
         "D1": events["D1mr"] + events["D1mw"],
     }
-    found.update(read_allocator_calls(Path(f"{out_prefix}.1")))
+    dumped = Path(f"{out_prefix}.1")
+    found.update(read_allocator_calls(dumped))
+    by_group = self_cost_by_group(dumped.read_text(), "I1mr")
+    for group in GROUP_NAMES:
+        found[f"I1 in {group}"] = by_group[group]
     return found
 
 
@@ -118,9 +129,13 @@ def ratio_cell(value: float, base: float | None) -> str:
 
 
 def rows(
-    found: dict[str, dict[str, dict[str, float]]], base: str, causes: tuple[str, ...] = CAUSES
+    found: dict[str, dict[str, dict[str, float]]],
+    base: str,
+    causes: tuple[str, ...] = CAUSES,
+    split: bool = True,
 ) -> list[list[str]]:
-    """One row per route and variant: each figure, then its ratio to `base`'s."""
+    """One row per route and variant: each figure, then its ratio to `base`'s; with `split`,
+    the I1 misses in the interpreter and in the framework's modules after theirs."""
     result = []
     for route, by_variant in found.items():
         reference = by_variant.get(base)
@@ -129,14 +144,21 @@ def rows(
             for cause in causes:
                 cells.append(f"{figures[cause]:,.0f}")
                 cells.append(ratio_cell(figures[cause], reference[cause] if reference else None))
+                if cause == "I1" and split:
+                    for groups in SPLIT.values():
+                        cells.append(f"{sum(figures[f'I1 in {g}'] for g in groups):,.0f}")
             result.append(cells)
     return result
 
 
-def columns(base: str, causes: tuple[str, ...] = CAUSES, kind: str = "variant") -> list[str]:
+def columns(
+    base: str, causes: tuple[str, ...] = CAUSES, kind: str = "variant", split: bool = True
+) -> list[str]:
     heads = ["route", kind]
     for cause in causes:
         heads += [HEADINGS[cause], f"vs {base}"]
+        if cause == "I1" and split:
+            heads += [f"I1 in the {part}" for part in SPLIT]
     return heads
 
 
