@@ -1,6 +1,7 @@
-"""bench/causes.py counts allocations per request from callgrind's call counts: a block
-asked of the allocators counts once, however many allocator layers pass it on. No timing
-and no valgrind here: the parser reads callgrind output written out below."""
+"""bench/causes.py reads callgrind output: allocations per request from the call counts (a
+block asked of the allocators counts once, however many allocator layers pass it on), and
+the cache misses by the binary whose code missed. No timing and no valgrind here: the
+callgrind output is written out below."""
 
 from __future__ import annotations
 
@@ -57,3 +58,18 @@ def test_recursion_levels_count_as_one_function() -> None:
         "fn=(3) subtype_dealloc\ncfn=(2)\ncalls=1 0\n0 1",
     )
     assert calls.call_edges(text) == {("subtype_dealloc", "PyObject_Malloc"): 3}
+
+
+objects = load_bench_script("callgrind_objects.py")
+
+
+def test_misses_are_summed_by_binary_where_they_were_spent_not_where_called_from() -> None:
+    text = (
+        "# callgrind format\nevents: Ir I1mr\n"
+        "ob=(1) /usr/lib/libpython3.11.so.1.0\nfn=(1) PyObject_Call\n10 100 5\n"
+        "cob=(2) /venv/site-packages/msgspec_fastapi/_fastpath.so\ncfn=(2) handle\n"
+        "calls=1 0\n10 50 3\n"
+        "ob=(2)\nfn=(2)\n20 50 3\n+1 7\n"
+    )
+    assert objects.self_cost_by_group(text, "I1mr") == {"interpreter": 5, "ours": 3}
+    assert objects.self_cost_by_group(text, "Ir") == {"interpreter": 100, "ours": 57}
