@@ -11,7 +11,7 @@ BUILD_PY := $(BUILD_VENV)/bin/python
 # Keep in step with the pypa/cibuildwheel pin in .github/workflows/wheels.yml.
 CIBUILDWHEEL_VERSION ?= 4.2.0
 
-.PHONY: leaks test test-lowest test-py313 test-fastapi test-fastapi-dispatch test-fastapi-errors test-upstream bench bench-quick bench-errors bench-icount bench-icount-quick bench-icount-tools bench-service bench-service-pg bench-service-tools lint fuzz fuzz-errors clean
+.PHONY: leaks test test-lowest test-py313 test-fastapi test-fastapi-dispatch test-fastapi-errors test-upstream bench bench-quick bench-errors bench-icount bench-icount-quick bench-icount-tools bench-causes bench-service bench-service-pg bench-service-tools lint fuzz fuzz-errors clean
 .PHONY: wheel wheel-test check-build-identifiers check-clone docs
 
 BENCH_ARGS ?=
@@ -162,6 +162,12 @@ bench-icount-quick: bench-icount-tools $(VENV)/.bench-installed
 	$(PY) bench/icount.py --routers 1 --variants pydantic-compiled --routes post-first --requests 20
 	$(PY) bench/icount.py --models --variants compiled --routes models/dependency --requests 20
 	$(PY) bench/icount.py --deps --variants compiled,blacksheep --routes deps/two-get --requests 20
+
+# Instructions, first-level cache misses and allocations per request of the twins,
+# BlackSheep and the bare ASGI app on the micro benchmark's routes; see docs/benchmarks.md.
+CAUSES_ARGS ?=
+bench-causes: bench-icount-tools $(VENV)/.bench-installed
+	$(PY) bench/causes.py --json bench/results/causes.json $(CAUSES_ARGS)
 
 # The service benchmark: uvicorn + SQLAlchemy, loaded by wrk; see docs/benchmarks.md.
 # Its own venv keeps every FastAPI variant on one FastAPI inside upstream 0.0.4's range.

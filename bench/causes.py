@@ -1,0 +1,206 @@
+"""Where the time of a request goes, by cause: instructions, first-level cache misses and
+allocations per request, of our two twins beside BlackSheep and the bare ASGI app.
+
+Each variant runs each route under callgrind (bench/icount.py's worker: warm-up, then a
+counted batch with every answer checked) twice, with a batch of N and of 2N requests; the
+figures per request are the second run's counts less the first's, over N. So what is
+counted once per batch (the simulated caches start empty at the batch's start, the batch's
+own set-up) drops out, and what is left is the steady state of one more request.
+
+- instructions: callgrind's `Ir`.
+- I1 and D1 misses: first-level instruction- and data-cache misses (D1: reads and writes)
+  of callgrind's cache model, pinned to one geometry (CACHE_MODEL) so that the figures do
+  not depend on the machine they were counted on. The I1 misses are also split by the
+  binary whose code missed (callgrind_objects.py): the interpreter, the framework's own
+  compiled modules (ours or BlackSheep's), msgspec, libc.
+- allocations: blocks asked of an allocator by code outside the allocators (see
+  callgrind_calls.py); an object reused from a type's free list is not one.
+
+All of them are deterministic for a given build: address randomisation is off and the
+hash seed fixed, as in icount.py.
+
+    python bench/causes.py                                  # make bench-causes
+    python bench/causes.py --variants compiled --routes get,deps/two-get --requests 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import icount
+from callgrind_calls import read_allocator_calls
+from callgrind_objects import GROUPS, OTHER, self_cost_by_group
+from common import log, run_record, versions
+from tables import table
+
+VARIANTS = ("compiled", "pure", "blacksheep", "bare")
+ROUTES = ("get", "list", "validate", "search", "deps/two-get", "deps/two-post")
+BASE = "blacksheep"
+# A common first level of current x86 cores (32 KiB, 8-way, 64-byte lines, each of
+# instruction and data); the last level matters little here and is only required.
+CACHE_MODEL = ("--I1=32768,8,64", "--D1=32768,8,64", "--LL=8388608,16,64")
+CAUSES = ("instructions", "I1", "D1", "allocations")
+HEADINGS = {
+    "instructions": "instructions",
+    "I1": "I1 misses",
+    "D1": "D1 misses",
+    "allocations": "allocations",
+}
+GROUP_NAMES = tuple(dict.fromkeys([*(group for group, _ in GROUPS), OTHER]))
+# The I1 misses in the interpreter and in the framework's own compiled modules (ours, or
+# BlackSheep's), shown beside the total; the rest are msgspec's, libc's and others'.
+SPLIT = {"interpreter": ("interpreter",), "framework": ("ours", "blacksheep")}
+
+
+def counted(
+    variant: str, route: str, requests: int, library: Path, folder: Path, env: dict[str, str]
+) -> dict[str, float]:
+    """The events and allocator calls of one batch of `requests` requests."""
+    out_prefix = folder / f"{variant}.{route.replace('/', '.')}.{requests}"
+    command = [*icount.valgrind(cache_sim=True), *CACHE_MODEL]
+    command += [f"--callgrind-out-file={out_prefix}", sys.executable, icount.__file__]
+    command += ["--worker", variant, route, str(requests), str(library)]
+    result = subprocess.run(
+        command, env={**env, "PYTHONHASHSEED": "0"}, capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"{variant} {route} failed under valgrind:\n{result.stderr[-3000:]}")
+    events = icount.read_events(out_prefix)
+    found: dict[str, float] = {
+        "instructions": events["Ir"],
+        "I1": events["I1mr"],
+        "D1": events["D1mr"] + events["D1mw"],
+    }
+    dumped = Path(f"{out_prefix}.1")
+    found.update(read_allocator_calls(dumped))
+    by_group = self_cost_by_group(dumped.read_text(), "I1mr")
+    for group in GROUP_NAMES:
+        found[f"I1 in {group}"] = by_group[group]
+    return found
+
+
+def per_request(
+    variant: str, route: str, requests: int, library: Path, folder: Path, env: dict[str, str]
+) -> dict[str, float]:
+    """Each figure of one request more: the batch of 2N less the batch of N, over N."""
+    once = counted(variant, route, requests, library, folder, env)
+    twice = counted(variant, route, 2 * requests, library, folder, env)
+    return {key: (twice[key] - once[key]) / requests for key in once}
+
+
+def measure(
+    variants: list[str],
+    routes: list[str],
+    requests: int,
+    jobs: int,
+    env: dict[str, str] | None = None,
+) -> dict[str, dict[str, dict[str, float]]]:
+    """route -> variant -> figure -> value per request."""
+    environment = dict(os.environ if env is None else env)
+    with tempfile.TemporaryDirectory(prefix="causes-") as tmp:
+        folder = Path(tmp)
+        library = icount.build_helper(folder)
+        cases = [(route, variant) for route in routes for variant in variants]
+        log(f"{2 * len(cases)} runs under callgrind, {jobs} at a time")
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = {
+                case: pool.submit(
+                    per_request, case[1], case[0], requests, library, folder, environment
+                )
+                for case in cases
+            }
+            found: dict[str, dict[str, dict[str, float]]] = {route: {} for route in routes}
+            for (route, variant), future in futures.items():
+                found[route][variant] = future.result()
+                log(f"{variant} {route}: {found[route][variant]}")
+    return found
+
+
+def ratio_cell(value: float, base: float | None) -> str:
+    return f"{value / base:.2f}x" if base else "-"
+
+
+def rows(
+    found: dict[str, dict[str, dict[str, float]]],
+    base: str,
+    causes: tuple[str, ...] = CAUSES,
+    split: bool = True,
+) -> list[list[str]]:
+    """One row per route and variant: each figure, then its ratio to `base`'s; with `split`,
+    the I1 misses in the interpreter and in the framework's modules after theirs."""
+    result = []
+    for route, by_variant in found.items():
+        reference = by_variant.get(base)
+        for variant, figures in by_variant.items():
+            cells = [route, variant]
+            for cause in causes:
+                cells.append(f"{figures[cause]:,.0f}")
+                cells.append(ratio_cell(figures[cause], reference[cause] if reference else None))
+                if cause == "I1" and split:
+                    for groups in SPLIT.values():
+                        cells.append(f"{sum(figures[f'I1 in {g}'] for g in groups):,.0f}")
+            result.append(cells)
+    return result
+
+
+def columns(
+    base: str, causes: tuple[str, ...] = CAUSES, kind: str = "variant", split: bool = True
+) -> list[str]:
+    heads = ["route", kind]
+    for cause in causes:
+        heads += [HEADINGS[cause], f"vs {base}"]
+        if cause == "I1" and split:
+            heads += [f"I1 in the {part}" for part in SPLIT]
+    return heads
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--routes", default=",".join(ROUTES))
+    parser.add_argument("--requests", type=int, default=100, help="N: batches of N and 2N")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--json", type=Path, help="write the table and the figures here")
+    args = parser.parse_args()
+    variants = [v for v in args.variants.split(",") if v]
+    routes = [r for r in args.routes.split(",") if r]
+    if args.requests < 1:
+        parser.error("--requests below 1")
+    found = measure(variants, routes, args.requests, args.jobs)
+    base = BASE if BASE in variants else variants[0]
+    title = (
+        f"Per request, by cause (callgrind, one request more over batches of {args.requests:,}"
+        f" and {2 * args.requests:,}); vs {base}: ratio to {base}'s figure"
+    )
+    print(title)
+    print(table(columns(base), rows(found, base), right_from=2))
+    if args.json is not None:
+        document: dict[str, Any] = {
+            "benchmark": "table",
+            "title": title,
+            "run": run_record(versions(("fastapi", "starlette", "msgspec", "blacksheep"))),
+            "columns": columns(base),
+            "rows": rows(found, base),
+            "meta": {"requests": args.requests, "cache_model": list(CACHE_MODEL)},
+            "per_request": found,
+        }
+        document["run"]["note"] = (
+            "I1/D1: first-level misses of callgrind's cache model, pinned to 32 KiB 8-way"
+            " caches; allocations: blocks asked of an allocator by code outside the"
+            " allocators; deterministic counts, which the machine's load does not change"
+        )
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(document, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
