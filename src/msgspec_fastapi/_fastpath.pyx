@@ -1014,7 +1014,7 @@ cdef class PydanticRuntime(RouteRuntime):
             return MISSING
         return MISSING if value is None else value
 
-    cdef object read_json(self, dict scope, bytes raw):
+    cpdef object read_json(self, dict scope, bytes raw):
         if not raw:
             return self.absent_body
         if not self.json_content(scope["headers"]):
@@ -1033,6 +1033,48 @@ cdef class PydanticRuntime(RouteRuntime):
         except PydanticValidationError as exc:
             errors = located_errors(exc, RESPONSE_LOC)
         raise pydantic_response_invalid(errors, result, self.endpoint, self.path, scope)
+
+    cpdef object invalid_request(self, list errors, object body, dict scope):
+        if body is self.absent_body:
+            body = None
+        return pydantic_request_invalid(errors, body, self.endpoint, self.path, scope)
+
+    async def render(self, result, sub, tasks, dict scope):
+        cdef dict arguments
+        if self.encoder is not None:
+            # msgspec's response, as the delegated tier sends it (`respond`).
+            if sub is None:
+                response = self.respond(result, None, [], scope["headers"])
+            else:
+                response = self.respond(result, sub.status_code, sub.raw_headers, scope["headers"])
+            if tasks is not None:
+                response.background = tasks
+            return response
+        if self.response_field is None:
+            content = jsonable_encoder(result)
+        else:
+            if self.is_coroutine:
+                value = self.checked_result(result, scope)
+            else:
+                value = await run_in_threadpool(self.checked_result, result, scope)
+            if self.dump_json:
+                content = self.response_serializer.to_json(value, **self.dump_arguments)
+            else:
+                content = self.response_field.serialize(value, **self.dump_options)
+        status = None if sub is None else sub.status_code
+        if status:
+            arguments = {"status_code": status, "background": tasks}
+        else:
+            arguments = {**self.response_args, "background": tasks}
+        if self.dump_json:
+            response = Response(content, media_type="application/json", **arguments)
+        else:
+            response = self.response_class(content, **arguments)
+        if not body_allowed(response.status_code):
+            response.body = b""
+        if sub is not None:
+            response.raw_headers.extend(sub.raw_headers)
+        return response
 
     async def __call__(self, dict scope, receive, send):
         cdef SendTracker tracker = None
@@ -1073,9 +1115,7 @@ cdef class PydanticRuntime(RouteRuntime):
                 values.update(body_values)
                 errors.extend(body_errors)
             if errors:
-                if body is self.absent_body:
-                    body = None
-                raise pydantic_request_invalid(errors, body, self.endpoint, self.path, scope)
+                raise self.invalid_request(errors, body, scope)
             if self.is_coroutine:
                 result = await self.endpoint(**values)
             else:

@@ -31,7 +31,7 @@ from starlette.responses import Response
 
 from . import _compat, _select
 from ._dependencies.errors import ErrorOrder
-from ._dependencies.plan import BodyParts, build_plan
+from ._dependencies.plan import BodyParts, FastAPIBody, build_plan
 from ._dependencies.tree import (
     StandInOverridesProvider,
     has_stand_ins,
@@ -58,7 +58,13 @@ from ._endpoint.plan import (
     literal_path,
     segment_template,
 )
-from ._endpoint.pydantic_route import pydantic_body_plan, pydantic_plan
+from ._endpoint.pydantic_route import (
+    pydantic_body_dependency_plan,
+    pydantic_body_plan,
+    pydantic_dependency_plan,
+    pydantic_plan,
+    pydantic_spec,
+)
 from ._endpoint.telemetry import traced_handler
 from ._errors.pydantic_style import (
     FastAPIBodyErrors,
@@ -399,10 +405,8 @@ class MsgspecRoute(APIRoute):
         fastapi_errors = errors == "fastapi"
         # A route without msgspec types answers every request as on an APIRouter, its
         # parameters' failures too.
-        fastapi_parameters = fastapi_errors or spec is None
-        prepare_dependant(
-            target.dependant, fastapi_parameter_errors if fastapi_parameters else None
-        )
+        on_failure = fastapi_parameter_errors if fastapi_errors or spec is None else None
+        prepare_dependant(target.dependant, on_failure)
         if spec is not None and fastapi_errors and (spec.models or spec.form is not None):
             spec = fastapi_errors_spec(spec)
         body = spec.body if spec is not None else None
@@ -425,12 +429,13 @@ class MsgspecRoute(APIRoute):
         # while FastAPI built its handler.
         wrapped = target.dependant.call is not wrapper
         if spec is None:
-            pydantic = None if own_handler or wrapped else pydantic_plan(target, self._own_limit())
+            pydantic_app = None
+            if not (own_handler or wrapped):
+                pydantic_app = self._pydantic_route(target, handler, on_failure)
             direct = None
-            if pydantic is not None:
-                runtime = self.twin.PydanticRuntime(pydantic)
-                runtime.traced_app = _compat.route_app(handler)
-                direct = _compat.wrap_body_limit(runtime, getattr(target, "max_body_size", None))
+            if pydantic_app is not None:
+                limit = getattr(target, "max_body_size", None)
+                direct = _compat.wrap_body_limit(pydantic_app, limit)
             setattr(target, DIRECT_ATTR, direct)
             return handler
         output, respond_as = self._output_for(spec.output, target.response_class)
@@ -461,14 +466,9 @@ class MsgspecRoute(APIRoute):
             app = runtime
         elif may_run_direct and output is not None:
             # Dependencies, special parameters: run from a plan where it can be built.
-            app = self._dependency_route(spec, plan, runtime, target, handler)
-            # A body FastAPI validates with Pydantic, and nothing else to solve.
-            pydantic = None
+            app = self._dependency_route(spec, plan, runtime, target, handler, on_failure)
             if app is None and target.body_field is not None:
-                pydantic = pydantic_body_plan(target, spec, output, self._own_limit())
-            if pydantic is not None:
-                app = self.twin.PydanticRuntime(pydantic)
-                app.traced_app = _compat.route_app(handler)
+                app = self._pydantic_body_route(spec, output, target, handler, on_failure)
         direct = None
         if app is not None:
             direct = _compat.wrap_body_limit(app, getattr(target, "max_body_size", None))
@@ -516,6 +516,55 @@ class MsgspecRoute(APIRoute):
         target.openapi_extra = mixed_request_body(openapi_extra, model, required, key)
         return body, single
 
+    def _pydantic_route(self, target: Any, handler: Handler, on_failure: Any) -> Any:
+        """The direct tier's app for a route without msgspec types (FastAPI validates it
+        with Pydantic), or None where its requests need FastAPI's handler."""
+        limit = self._own_limit()
+        alone = pydantic_plan(target, limit)
+        if alone is not None:
+            runtime = self.twin.PydanticRuntime(alone)
+            runtime.traced_app = _compat.route_app(handler)
+            return runtime
+        # Dependencies or special parameters: solved from a plan where it can be built.
+        solved = pydantic_dependency_plan(target, limit)
+        if solved is None:
+            return None
+        fastapi_body = FastAPIBody(_compat.embeds_body_fields(target), fastapi_params=True)
+        return self._dependency_route(
+            pydantic_spec(target),
+            solved.route,
+            self.twin.PydanticRuntime(solved),
+            target,
+            handler,
+            on_failure,
+            fastapi_body,
+        )
+
+    def _pydantic_body_route(
+        self, spec: EndpointSpec, output: OutputPlan, target: Any, handler: Handler, on_failure: Any
+    ) -> Any:
+        """The direct tier's app for a route whose body FastAPI validates with Pydantic and
+        whose response is msgspec's, or None where its requests need FastAPI's handler."""
+        limit = self._own_limit()
+        alone = pydantic_body_plan(target, spec, output, limit)
+        if alone is not None:
+            runtime = self.twin.PydanticRuntime(alone)
+            runtime.traced_app = _compat.route_app(handler)
+            return runtime
+        solved = pydantic_body_dependency_plan(target, spec, output, limit)
+        if solved is None:
+            return None
+        fastapi_body = FastAPIBody(_compat.embeds_body_fields(target), fastapi_params=False)
+        return self._dependency_route(
+            spec,
+            solved.route,
+            self.twin.PydanticRuntime(solved),
+            target,
+            handler,
+            on_failure,
+            fastapi_body,
+        )
+
     def _dependency_route(
         self,
         spec: EndpointSpec,
@@ -523,14 +572,24 @@ class MsgspecRoute(APIRoute):
         runtime: Any,
         target: Any,
         handler: Handler,
+        on_failure: Any,
+        fastapi_body: FastAPIBody | None = None,
     ) -> Any:
         """The direct tier's app for a route with dependencies, or None when its
-        dependencies cannot be planned (then FastAPI solves them)."""
+        dependencies cannot be planned (then FastAPI solves them). `fastapi_body`: the
+        route's body is FastAPI's body fields, and `runtime` a PydanticRuntime."""
         root = target.dependant
         twin = self.twin
 
         def build(overrides: Any) -> Any:
-            return build_plan(root, spec, overrides, twin.RouteRuntime)
+            return build_plan(
+                root,
+                spec,
+                overrides,
+                twin.RouteRuntime,
+                fastapi_body=fastapi_body,
+                on_failure=on_failure,
+            )
 
         dependency_plan, _ = build(None)
         if dependency_plan is None:
@@ -538,7 +597,14 @@ class MsgspecRoute(APIRoute):
         provider = getattr(target, "dependency_overrides_provider", None)
         executor = _select.companion(_select.EXECUTOR, twin)
         return executor.DependencyRoute(
-            runtime, plan, dependency_plan, build, provider, _compat.route_app(handler)
+            runtime,
+            plan,
+            dependency_plan,
+            build,
+            provider,
+            _compat.route_app(handler),
+            fastapi_body is not None,
+            fastapi_body is not None and target.body_field is not None,
         )
 
     def _delegated_handler(

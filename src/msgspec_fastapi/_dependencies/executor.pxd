@@ -44,6 +44,8 @@ cdef class Op:
     cdef public object body_keys
     cdef public object parts
     cdef public tuple specials
+    cdef public list fields
+    cdef public bint embeds
 
 
 cdef class Program:
@@ -76,6 +78,7 @@ cdef class DependencyRoute:
     cdef public object build
     cdef public object provider
     cdef public object delegated
+    cdef public bint pydantic
     cdef public bint has_body
     cdef public bint checks_length
     cdef public list plans

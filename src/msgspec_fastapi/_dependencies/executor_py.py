@@ -47,6 +47,7 @@ from .._compat import (
     run_in_exit_stacks,
     stack_cleanup_scope,
     threadpool_generator,
+    validate_body,
 )
 from .._errors.handlers import handle_route_exception
 from .._errors.validation import received_body
@@ -330,6 +331,8 @@ class Op:
         "call",
         "concurrency",
         "dependant",
+        "embeds",
+        "fields",
         "first",
         "function_stack",
         "has_models",
@@ -358,6 +361,8 @@ class Op:
         self.body_keys = step.body_keys
         self.parts = step.parts
         self.specials = step.specials
+        self.fields = step.fields
+        self.embeds = step.embeds
 
 
 class Program:
@@ -412,6 +417,12 @@ def arguments(
         else:
             for name, key in step.body:
                 kwargs[name] = body if key is None else body[key]
+    elif step.fields:
+        # FastAPI's body fields, validated at the step's turn as its solving does.
+        found, problems = validate_body(step.fields, state.body, step.embeds)
+        if problems:
+            errors.extend(problems)
+        kwargs.update(found)
     for name, source, scopes in step.specials:
         if source == SPECIAL_REQUEST:
             kwargs[name] = state.get_request()
@@ -459,6 +470,7 @@ class DependencyRoute:
         "plans",
         "program",
         "provider",
+        "pydantic",
         "runtime",
     )
 
@@ -470,6 +482,8 @@ class DependencyRoute:
         build: Callable[[Any], tuple[DepPlan | None, tuple[tuple[Any, Any], ...]]],
         provider: Any,
         delegated: Callable[[Scope, Receive, Send], Awaitable[None]],
+        pydantic: bool = False,
+        reads_body: bool = False,
     ) -> None:
         self.runtime = runtime
         self.plan = plan
@@ -477,7 +491,11 @@ class DependencyRoute:
         self.build = build  # the plan under an override set
         self.provider = provider  # whose dependency_overrides apply (the app), or None
         self.delegated = delegated  # FastAPI's handler for the route, as an ASGI app
-        self.has_body = route_plan.body is not None
+        # A route FastAPI validates with Pydantic: `runtime` is the twin's
+        # PydanticRuntime, which reads the body (where the route `reads_body`) and renders
+        # the response as FastAPI's handler does.
+        self.pydantic = pydantic
+        self.has_body = route_plan.body is not None or reads_body
         # Where the request path enforces the body limit (FastAPI before 0.164).
         self.checks_length = route_plan.max_body_size >= 0
         # The latest used first. A tuple, replaced whole and never changed in place: a
@@ -537,8 +555,12 @@ class DependencyRoute:
                     state.raw = await runtime.read_raw(scope, receive)
                 except ClientDisconnect:
                     return None  # the client left mid-body: nothing to answer or raise
-                # 415 and 400 here, before any dependency runs.
-                state.body = runtime.parse_body(scope, state.raw)
+                # 415 and 400 (FastAPI's 422 for malformed JSON) here, before any
+                # dependency runs.
+                if self.pydantic:
+                    state.body = runtime.read_json(scope, state.raw)
+                else:
+                    state.body = runtime.parse_body(scope, state.raw)
             elif self.checks_length:
                 runtime.check_declared_length(scope["headers"])
             if program.uses_stacks:
@@ -603,6 +625,8 @@ class DependencyRoute:
         kwargs = arguments(endpoint, values, errors, state)
         if errors:
             body = state.body
+            if self.pydantic:
+                raise self.runtime.invalid_request(errors, body, scope)
             if type(body) is RequestValidationError:
                 raise RequestValidationError(errors, body=body.body)
             raise RequestValidationError(errors, body=received_body(state.raw))
@@ -619,6 +643,8 @@ class DependencyRoute:
                 result.background = tasks
             return result
         sub = state.sub
+        if self.pydantic:
+            return await self.runtime.render(result, sub, tasks, scope)  # type: ignore[no-any-return]
         if sub is None:
             response = self.runtime.respond(result, None, [], scope["headers"])
         else:

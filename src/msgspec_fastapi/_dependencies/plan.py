@@ -8,10 +8,14 @@ occurrence of a dependency, in FastAPI's post-order, each with its callable and 
 equality), its exit stack, and where each argument comes from. The request path
 (`_dependencies.executor_py`) only executes the steps.
 
+A route whose body FastAPI validates with Pydantic (`FastAPIBody`) has each step's body
+fields validated at its turn by FastAPI's own `request_body_to_args`, as its solving does.
+
 Whatever the plan cannot reproduce exactly gives None, and the route (or, for an override
 set, the request) stays with FastAPI: Pydantic-typed or otherwise unconverted parameters,
-FastAPI body fields (Pydantic bodies, Form, File), WebSocket parameters, a Dependant field
-this module does not know (a newer FastAPI), a dependency FastAPI cannot build.
+FastAPI body fields beside a msgspec body, forms and files, WebSocket parameters, a
+Dependant field this module does not know (a newer FastAPI), a dependency FastAPI cannot
+build.
 """
 
 from __future__ import annotations
@@ -22,10 +26,16 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import msgspec
+from fastapi import params
 
 from .. import _compat
 from .._endpoint.plan import DirectPlan, EndpointSpec, RoutePlan
-from .._params.converters import direct_param_specs, prepare_dependant
+from .._params.converters import (
+    OnFailure,
+    defaults_need_fastapi,
+    direct_param_specs,
+    prepare_dependant,
+)
 from .._params.models import ModelPlan
 from .._shared import (
     DEP_ASYNC,
@@ -96,6 +106,17 @@ def _one_field(decode_type: Any, field: msgspec.structs.FieldInfo) -> Any:
 
 
 @dataclass(frozen=True, slots=True)
+class FastAPIBody:
+    """How a route without a msgspec body has its body solved: FastAPI's own body fields
+    (Pydantic's), each step's at its turn."""
+
+    embedded: bool  # FastAPI reads the fields by key (several, or `embed=True`)
+    # Parameters as FastAPI gives them (a route without msgspec types): a default made
+    # by a factory or validated is FastAPI's alone to give.
+    fastapi_params: bool
+
+
+@dataclass(frozen=True, slots=True)
 class Step:
     """One call FastAPI makes while solving (or the endpoint, last).
 
@@ -121,6 +142,10 @@ class Step:
     body_keys: frozenset[str] | None
     parts: BodyParts | None  # an embedded body's parts, for a body that failed whole
     specials: tuple[tuple[str, int, tuple[str, ...]], ...]  # (argument, SPECIAL_*, scopes)
+    # FastAPI's body fields it takes (a `FastAPIBody` route; else empty), and whether
+    # they are read by key.
+    fields: list[Any]
+    embeds: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,8 +172,12 @@ class _Builder:
         overrides: Mapping[Any, Any] | None,
         make_runtime: Callable[[RoutePlan], Any],
         errors_only: bool = False,
+        fastapi_body: FastAPIBody | None = None,
+        on_failure: OnFailure | None = None,
     ) -> None:
         self.spec = spec
+        self.fastapi_body = fastapi_body
+        self.on_failure = on_failure
         # A plan only for the order of a delegated route's errors: FastAPI validates the
         # parameters (`_dependencies.errors`), so any it can validate will do.
         self.errors_only = errors_only
@@ -176,7 +205,16 @@ class _Builder:
         unknown = _compat.dependant_fields(dependant) - _compat.KNOWN_DEPENDANT_FIELDS
         if unknown or dependant.call is None:
             raise Refused
-        if dependant.body_params or dependant.websocket_param_name is not None:
+        if dependant.websocket_param_name is not None:
+            raise Refused
+        fastapi_body = self.fastapi_body
+        if fastapi_body is None:
+            if dependant.body_params:
+                raise Refused
+            return
+        if any(isinstance(field.field_info, params.Form) for field in dependant.body_params):
+            raise Refused  # FastAPI parses a form; the request path does not
+        if fastapi_body.fastapi_params and defaults_need_fastapi(dependant):
             raise Refused
 
     def solve(self, dependant: Any) -> list[tuple[str, int]]:
@@ -202,7 +240,7 @@ class _Builder:
                     resolved = call
                 try:
                     use_sub = _compat.rebuild_dependant(sub, resolved)
-                    prepare_dependant(use_sub)
+                    prepare_dependant(use_sub, self.on_failure)
                 except Exception as exc:  # FastAPI fails on it per request
                     raise Refused from exc
             first = len(self.steps)
@@ -265,6 +303,8 @@ class _Builder:
                 body_keys=self.body_keys(body),
                 parts=self.parts if body else None,
                 specials=self.specials(use_sub, own_request, own_response=True),
+                fields=self.fields(use_sub),
+                embeds=self.fields_embedded(),
             )
         )
         return len(self.steps) - 1
@@ -286,6 +326,12 @@ class _Builder:
                 models=tuple(plans),
             )
         )
+
+    def fields(self, dependant: Any) -> list[Any]:
+        return list(dependant.body_params) if self.fastapi_body is not None else []
+
+    def fields_embedded(self) -> bool:
+        return self.fastapi_body is not None and self.fastapi_body.embedded
 
     def body_keys(self, body: tuple[tuple[str, str | None], ...]) -> frozenset[str] | None:
         if not self.embedded:
@@ -343,6 +389,8 @@ class _Builder:
             specials=self.specials(
                 root, not spec.injected_request, own_response=not spec.injected_response
             ),
+            fields=self.fields(root),
+            embeds=self.fields_embedded(),
         )
 
 
@@ -352,6 +400,8 @@ def build_plan(
     overrides: Mapping[Any, Any] | None,
     make_runtime: Callable[[RoutePlan], Any],
     errors_only: bool = False,
+    fastapi_body: FastAPIBody | None = None,
+    on_failure: OnFailure | None = None,
 ) -> tuple[DepPlan | None, tuple[tuple[Any, Any], ...]]:
     """The plan of a route whose FastAPI Dependant is `root` (its endpoint the wrapper of
     `spec`'s endpoint), under `overrides` (None or empty: none set), with parameter
@@ -359,8 +409,11 @@ def build_plan(
     Also returns the override lookups made, which decide when the plan holds again (made
     whenever `overrides` is not None, empty or not).
     `errors_only`: a plan whose steps extract no path, query, header or cookie parameter
-    (FastAPI validates those), for the order of a delegated route's errors."""
-    builder = _Builder(spec, overrides, make_runtime, errors_only)
+    (FastAPI validates those), for the order of a delegated route's errors.
+    `fastapi_body`: the route's body is FastAPI's body fields, not a msgspec body.
+    `on_failure`: how the parameters of an overriding dependency answer their failures
+    (as the route's own were prepared, `prepare_dependant`)."""
+    builder = _Builder(spec, overrides, make_runtime, errors_only, fastapi_body, on_failure)
     try:
         endpoint = builder.endpoint(root)
     except Refused:

@@ -23,7 +23,7 @@ from fastapi.datastructures import DefaultPlaceholder
 from pydantic import TypeAdapter
 
 from .. import _compat
-from .._params.converters import direct_param_specs
+from .._params.converters import defaults_need_fastapi, direct_param_specs
 from .._shared import STREAM_NONE
 from .plan import DirectPlan, EndpointSpec, OutputPlan, RoutePlan
 
@@ -165,17 +165,6 @@ def _dump_json_defaults() -> dict[str, Any]:
     }
 
 
-def _defaults_need_fastapi(dependant: Any) -> bool:
-    """Whether a path, query, header or cookie parameter takes its default in a way only
-    FastAPI's solving reproduces: made by a `default_factory` when the value is missing
-    (and never before), or validated (`validate_default`)."""
-    return any(
-        field.field_info.default_factory is not None or field.field_info.validate_default
-        for group in ("path_params", "query_params", "header_params", "cookie_params")
-        for field in getattr(dependant, group)
-    )
-
-
 def pydantic_plan(route: Any, max_body_size: int) -> PydanticPlan | None:
     """The plan of a route FastAPI built alone (`route` is the route or the inclusion
     context being built), or None where its requests need FastAPI's handler: dependencies
@@ -204,6 +193,45 @@ def pydantic_body_plan(
     return _plan(route, spec.endpoint, spec.is_coroutine, given, output, max_body_size)
 
 
+def pydantic_dependency_plan(route: Any, max_body_size: int) -> PydanticPlan | None:
+    """The plan of the body and the response of a route FastAPI built alone whose
+    dependencies or special parameters the dependency plan solves (`_dependencies.plan`,
+    with `pydantic_spec`): what `pydantic_plan` has, but the parameters, which each step
+    converts. None where FastAPI's handler renders or reads what the request path cannot
+    (a generator endpoint, a form)."""
+    call = route.dependant.call
+    return _runtime_plan(route, call, _compat.is_coroutine_callable(call), (), None, max_body_size)
+
+
+def pydantic_body_dependency_plan(
+    route: Any, spec: EndpointSpec, output: OutputPlan, max_body_size: int
+) -> PydanticPlan | None:
+    """`pydantic_dependency_plan` for a route whose body FastAPI validates with Pydantic
+    and whose response is msgspec's (`output`); None where the route reads a msgspec body
+    or parameter model too, or streams."""
+    if spec.body is not None or spec.models or spec.form is not None:
+        return None
+    if output.stream != STREAM_NONE:
+        return None
+    return _runtime_plan(route, spec.endpoint, spec.is_coroutine, (), output, max_body_size)
+
+
+def pydantic_spec(route: Any) -> EndpointSpec:
+    """What the dependency plan needs to know of the endpoint of a route without msgspec
+    types: FastAPI calls it itself, with every special object it asks for."""
+    call = route.dependant.call
+    return EndpointSpec(
+        endpoint=call,
+        is_coroutine=_compat.is_coroutine_callable(call),
+        body=None,
+        output=None,
+        request_name="",
+        response_name="",
+        injected_request=False,
+        injected_response=False,
+    )
+
+
 def _plan(
     route: Any,
     call: Any,
@@ -219,14 +247,31 @@ def _plan(
     special = [getattr(dependant, name) for name in _SPECIAL_PARAMETERS]
     if dependant.dependencies or any(name and name not in given for name in special):
         return None
-    if _compat.is_gen_callable(call) or _compat.is_async_gen_callable(call):
-        return None
-    if any(isinstance(field.field_info, params.Form) for field in dependant.body_params):
-        return None
-    if _defaults_need_fastapi(dependant):
+    if defaults_need_fastapi(dependant):
         return None
     converted = direct_param_specs(dependant)
     if converted is None:
+        return None
+    return _runtime_plan(route, call, is_coroutine, converted, output, max_body_size)
+
+
+def _runtime_plan(
+    route: Any,
+    call: Any,
+    is_coroutine: bool,
+    converted: tuple[Any, ...],
+    output: OutputPlan | None,
+    max_body_size: int,
+) -> PydanticPlan | None:
+    """The plan of `_plan`, its parameters `converted` (empty where each step of the
+    dependency plan converts its own)."""
+    dependant = route.dependant
+    if _compat.is_gen_callable(call) or _compat.is_async_gen_callable(call):
+        return None
+    body_field = route.body_field
+    if body_field is not None and isinstance(body_field.field_info, params.Form):
+        return None
+    if any(isinstance(field.field_info, params.Form) for field in dependant.body_params):
         return None
     strict = route.strict_content_type
     response_class = route.response_class

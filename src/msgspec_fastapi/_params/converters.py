@@ -426,6 +426,17 @@ def prepare_dependant(dependant: Any, on_failure: OnFailure | None = None) -> No
         prepare_dependant(dependency, on_failure)
 
 
+def defaults_need_fastapi(dependant: Any) -> bool:
+    """Whether a path, query, header or cookie parameter takes its default in a way only
+    FastAPI's solving reproduces: made by a `default_factory` when the value is missing
+    (and never before), or validated (`validate_default`)."""
+    return any(
+        field.field_info.default_factory is not None or field.field_info.validate_default
+        for group in ("path_params", "query_params", "header_params", "cookie_params")
+        for field in getattr(dependant, group)
+    )
+
+
 def direct_param_specs(dependant: Any) -> tuple[ParamSpec, ...] | None:
     """The direct tier's view of a prepared Dependant's own parameters, or None.
 
