@@ -1040,3 +1040,32 @@ def test_malformed_msgpack_stays_a_400_by_default(twin: Twin) -> None:
         "/", content=b"\xc1", headers={"content-type": "application/msgpack"}
     )
     assert response.status_code == 400
+
+
+def _default_limit(limit: int = 1) -> int:
+    return limit
+
+
+def _strict_limit(strict: Annotated[int, Query(ge=5)]) -> int:
+    return strict
+
+
+def test_an_overriding_dependency_answers_its_failures_as_fastapi_does(twin: Twin) -> None:
+    def define(router: APIRouter) -> None:
+        @router.get("/limited")
+        def limited(limit: Annotated[int, Depends(_default_limit)]) -> dict[str, int]:
+            return {"count": limit}
+
+    theirs, ours = FastAPI(), FastAPI()
+    fastapi_router = APIRouter()
+    define(fastapi_router)
+    theirs.include_router(fastapi_router)
+    router = twin.router_class(errors="fastapi")
+    define(router)
+    ours.include_router(router)
+    for app in (theirs, ours):
+        app.dependency_overrides[_default_limit] = _strict_limit
+    for url in ("/limited?strict=2", "/limited?strict=x", "/limited"):
+        expected = TestClient(theirs).get(url)
+        got = TestClient(ours).get(url)
+        assert (got.status_code, got.json()) == (expected.status_code, expected.json()), url

@@ -40,6 +40,7 @@ PER_REQUEST = {
     "_dependencies.standins",
     "_dependencies.teardown",
     "_dependencies.errors",
+    "_dependencies.fastapi_params",
     "_endpoint.delegated",
     "_endpoint.telemetry",
     "_errors.handlers",

@@ -403,16 +403,6 @@ def test_routes_with_dependencies_take_the_direct_tier(twin: Twin) -> None:
         assert {route.tier for route in router.routes} == {"direct"}, define.__name__
 
 
-def paged(page: Annotated[int, Query(default_factory=lambda: 1)]) -> int:
-    return page
-
-
-def _factory_default(router: Any) -> None:
-    @router.get("/x")
-    async def endpoint(page: Annotated[int, Depends(paged)]) -> Item:
-        return Item(name="a", price=page)
-
-
 def named(name: Annotated[str, Form()]) -> str:
     return name
 
@@ -423,24 +413,12 @@ def _form_in_a_dependency(router: Any) -> None:
         return Item(name=name, price=1)
 
 
-def where(url: Annotated[pydantic.HttpUrl, Query()]) -> str:
-    return str(url)
-
-
-def _pydantic_query_parameter(router: Any) -> None:
-    @router.get("/x")
-    async def endpoint(url: Annotated[str, Depends(where)]) -> Item:
-        return Item(name=url, price=1)
-
-
 @pytest.mark.parametrize(
     ("define", "method", "options"),
     [
-        (_factory_default, "GET", {}),
         (_form_in_a_dependency, "POST", {"data": {"name": "a"}}),
-        (_pydantic_query_parameter, "GET", {"params": {"url": "https://a.b/"}}),
     ],
-    ids=["default-factory", "form", "pydantic-type"],
+    ids=["form"],
 )
 def test_a_dependency_only_fastapi_solves_keeps_fastapis_handler(
     twin: Twin, define: Define, method: str, options: dict[str, Any]

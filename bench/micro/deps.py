@@ -23,6 +23,7 @@ the threadpool by FastAPI; every variant does the same, so that each does the sa
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import time
@@ -52,11 +53,15 @@ DEPS_VARIANTS = (
     "pure",
     "upstream",
     "pydantic",
+    "pydantic-compiled",
+    "pydantic-pure",
     "litestar",
     "blacksheep",
     "floor",
     "bare",
 )
+# FastAPI's Pydantic app on MsgspecRouter + install_dispatch, on a twin (the value).
+PYDANTIC_ROUTER_VARIANTS = {"pydantic-compiled": "compiled", "pydantic-pure": "pure"}
 # Litestar and BlackSheep have no dependency overrides: they answer the routes without them
 # only.
 NO_OVERRIDES = frozenset({"litestar", "blacksheep"})
@@ -67,7 +72,7 @@ OVERRIDE_SUFFIX = "-override"
 CASE_KEYS = (*ROUTES, *(route + OVERRIDE_SUFFIX for route in ROUTES))
 # Variants whose bytes must equal msgspec's own encoding; Pydantic's answers are compared
 # parsed.
-BYTE_EXACT = frozenset(DEPS_VARIANTS) - {"pydantic"}
+BYTE_EXACT = frozenset(DEPS_VARIANTS) - {"pydantic", *PYDANTIC_ROUTER_VARIANTS}
 PREVIEW = 300
 
 _AUTH = (b"authorization", f"Bearer {TOKEN}".encode())
@@ -150,6 +155,14 @@ def load(variant: str) -> tuple[Builder, dict[str, Any]]:
         from . import deps_fastapi
 
         return deps_fastapi.build_pydantic_app, {}
+    if twin := PYDANTIC_ROUTER_VARIANTS.get(variant):
+        ours, package = import_router_package(twin)
+        from . import deps_fastapi
+
+        build = functools.partial(
+            deps_fastapi.build_pydantic_app, router_class=ours.MsgspecRouter, ours=True
+        )
+        return build, {"msgspec_fastapi": package, "route_index": True}
     if variant == "litestar":
         if importlib.util.find_spec("litestar") is None:
             raise Unavailable("litestar is not installed in this environment")

@@ -183,8 +183,12 @@ class DeepViewModel(BaseModel):
     currency: str
 
 
-def build_pydantic_app(override: bool) -> FastAPI:
-    two = APIRouter(prefix="/two")
+def build_pydantic_app(
+    override: bool, router_class: type[APIRouter] = APIRouter, ours: bool = False
+) -> FastAPI:
+    """FastAPI's app with Pydantic models; `ours`: on `router_class` (a MsgspecRouter),
+    with install_dispatch (the variants pydantic-compiled and pydantic-pure)."""
+    two = router_class(prefix="/two")
 
     @two.get("/items/{item_id}")
     async def pydantic_two_get(
@@ -204,7 +208,7 @@ def build_pydantic_app(override: bool) -> FastAPI:
         session.add(item)
         return item
 
-    deep = APIRouter(prefix="/deep", dependencies=[Depends(check_tenant)])
+    deep = router_class(prefix="/deep", dependencies=[Depends(check_tenant)])
 
     @deep.get("/items/{item_id}")
     async def pydantic_deep_get(
@@ -225,4 +229,12 @@ def build_pydantic_app(override: bool) -> FastAPI:
     app = FastAPI()
     app.include_router(two)
     app.include_router(deep)
+    if ours:
+        from common import route_index_installer
+
+        import msgspec_fastapi
+
+        install_dispatch = route_index_installer(msgspec_fastapi)
+        assert install_dispatch is not None
+        install_dispatch(app)
     return _finish(app, override)

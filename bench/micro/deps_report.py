@@ -9,7 +9,7 @@ from .deps import DEPS_VARIANTS, OVERRIDE_SUFFIX, ROUTES
 from .ratio_targets import Target, Times, judged_json, print_judged, ratios
 
 # The variants every row's ratios are taken to (summarize() in driver.py).
-BASES = ("litestar", "blacksheep", "floor", "bare")
+BASES = ("pydantic", "litestar", "blacksheep", "floor", "bare")
 TITLES = {"two-get": "GET, two deps", "two-post": "POST, two deps", "deep-get": "GET, six deps"}
 
 Summary = dict[str, dict[str, dict[str, Any]]]
@@ -74,9 +74,9 @@ def print_table(out: TextIO, summary: Summary, times: Times) -> None:
         "app.dependency_overrides entry set; ovr/no: median of the per-round ratios of the two",
         file=out,
     )
-    print("\n  " + " " * 10 + "".join(f"{TITLES[r]:>27}" for r in routes), file=out)
+    print("\n  " + " " * 18 + "".join(f"{TITLES[r]:>27}" for r in routes), file=out)
     print(
-        f"  {'variant':<10}" + f"{'µs/req':>9}{'+override':>10}{'ovr/no':>8}" * len(routes),
+        f"  {'variant':<18}" + f"{'µs/req':>9}{'+override':>10}{'ovr/no':>8}" * len(routes),
         file=out,
     )
     spreads = []
@@ -90,7 +90,7 @@ def print_table(out: TextIO, summary: Summary, times: Times) -> None:
             cells.append(_cell(plain["median_us"] if plain else None, 9))
             cells.append(_cell(override["median_us"] if override else None, 10))
             cells.append(_cell(statistics.median(found) if found else None, 8, "x"))
-        print(f"  {variant:<10}" + "".join(cells), file=out)
+        print(f"  {variant:<18}" + "".join(cells), file=out)
     if spreads:
         print(
             f"  iqr of the rounds, % of the median: median {statistics.median(spreads):.0f}%,"
@@ -102,13 +102,13 @@ def print_table(out: TextIO, summary: Summary, times: Times) -> None:
         return
     print("\nmedian of the per-round ratios, without the override", file=out)
     for route in plain_routes:
-        print(f"\n  {TITLES[route]:<14}" + "".join(f"{f'vs {b}':>14}" for b in BASES), file=out)
+        print(f"\n  {TITLES[route]:<18}" + "".join(f"{f'vs {b}':>14}" for b in BASES), file=out)
         for variant in variants:
             row = summary[route].get(variant)
             if row is None:
                 continue
             cells = "".join(_cell(row.get(f"ratio_to_{base}"), 14, "x") for base in BASES)
-            print(f"  {variant:<14}" + cells, file=out)
+            print(f"  {variant:<18}" + cells, file=out)
 
 
 def print_targets(out: TextIO, times: Times) -> None:

@@ -534,6 +534,26 @@ def validate_body(fields: list[Any], body: Any, embedded: bool) -> tuple[dict[st
     raise RuntimeError("FastAPI's request_body_to_args awaited on a body that is not a form")
 
 
+def solve_params(dependant: Any, connection: Any) -> tuple[dict[str, Any], list[Any]]:
+    """A Dependant's path, query, header and cookie parameters (parameter models
+    included) solved by FastAPI's own `request_params_to_args`, from `connection` (the
+    request's HTTPConnection): the values by name, and the errors in FastAPI's order."""
+    values, errors = request_params_to_args(dependant.path_params, connection.path_params)
+    query_values, query_errors = request_params_to_args(
+        dependant.query_params, connection.query_params
+    )
+    header_values, header_errors = request_params_to_args(
+        dependant.header_params, connection.headers
+    )
+    cookie_values, cookie_errors = request_params_to_args(
+        dependant.cookie_params, connection.cookies
+    )
+    values.update(query_values)
+    values.update(header_values)
+    values.update(cookie_values)
+    return values, errors + query_errors + header_errors + cookie_errors
+
+
 _validate_value_with_model_field = _dep_utils._validate_value_with_model_field
 _BODY_LOC = ("body",)
 

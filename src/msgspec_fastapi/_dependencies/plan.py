@@ -12,7 +12,8 @@ A route whose body FastAPI validates with Pydantic (`FastAPIBody`) has each step
 fields validated at its turn by FastAPI's own `request_body_to_args`, as its solving does.
 
 Whatever the plan cannot reproduce exactly gives None, and the route (or, for an override
-set, the request) stays with FastAPI: Pydantic-typed or otherwise unconverted parameters,
+set, the request) stays with FastAPI: Pydantic-typed or otherwise unconverted parameters
+on a route with msgspec types (on one without, FastAPI's own step solves them),
 FastAPI body fields beside a msgspec body, forms and files, WebSocket parameters, a
 Dependant field this module does not know (a newer FastAPI), a dependency FastAPI cannot
 build.
@@ -50,6 +51,7 @@ from .._shared import (
     STREAM_NONE,
     RequestValidationError,
 )
+from .fastapi_params import FastAPIParams
 from .standins import unwrap_stand_in
 
 
@@ -111,8 +113,9 @@ class FastAPIBody:
     (Pydantic's), each step's at its turn."""
 
     embedded: bool  # FastAPI reads the fields by key (several, or `embed=True`)
-    # Parameters as FastAPI gives them (a route without msgspec types): a default made
-    # by a factory or validated is FastAPI's alone to give.
+    # Parameters as FastAPI gives them (a route without msgspec types): where the
+    # request path cannot convert a step's parameters or make their defaults as FastAPI
+    # does, FastAPI's own step solves them (`FastAPIParams`).
     fastapi_params: bool
 
 
@@ -214,8 +217,6 @@ class _Builder:
             return
         if any(isinstance(field.field_info, params.Form) for field in dependant.body_params):
             raise Refused  # FastAPI parses a form; the request path does not
-        if fastapi_body.fastapi_params and defaults_need_fastapi(dependant):
-            raise Refused
 
     def solve(self, dependant: Any) -> list[tuple[str, int]]:
         """The steps of `dependant`'s sub-dependencies, as solve_dependencies takes them;
@@ -310,8 +311,14 @@ class _Builder:
         return len(self.steps) - 1
 
     def params_of(self, dependant: Any, models: tuple[tuple[str, str], ...]) -> Any:
+        fastapi_params = self.fastapi_body is not None and self.fastapi_body.fastapi_params
+        # Before anything reads a default: FastAPI calls a factory only per request.
+        if fastapi_params and defaults_need_fastapi(dependant):
+            return FastAPIParams(dependant)
         specs = () if self.errors_only else direct_param_specs(dependant)
         if specs is None:
+            if fastapi_params:
+                return FastAPIParams(dependant)  # FastAPI's own step solves them
             raise Refused
         plans: list[ModelPlan] = [replace(self.models[key], name=name) for name, key in models]
         if not specs and not plans:
