@@ -20,7 +20,6 @@ from fastapi import (
     BackgroundTasks,
     Body,
     Depends,
-    Form,
     Header,
     HTTPException,
     Query,
@@ -403,22 +402,18 @@ def test_routes_with_dependencies_take_the_direct_tier(twin: Twin) -> None:
         assert {route.tier for route in router.routes} == {"direct"}, define.__name__
 
 
-def named(name: Annotated[str, Form()]) -> str:
-    return name
-
-
-def _form_in_a_dependency(router: Any) -> None:
-    @router.post("/x")
-    async def endpoint(name: Annotated[str, Depends(named)]) -> Item:
-        return Item(name=name, price=1)
+def _streams_with_a_dependency(router: Any) -> None:
+    @router.get("/x")
+    async def endpoint(user: Annotated[str, Depends(current_user)]) -> AsyncIterator[Item]:
+        yield Item(name=user, price=1)
 
 
 @pytest.mark.parametrize(
     ("define", "method", "options"),
     [
-        (_form_in_a_dependency, "POST", {"data": {"name": "a"}}),
+        (_streams_with_a_dependency, "GET", {"headers": {"x-user": "ann"}}),
     ],
-    ids=["form"],
+    ids=["stream"],
 )
 def test_a_dependency_only_fastapi_solves_keeps_fastapis_handler(
     twin: Twin, define: Define, method: str, options: dict[str, Any]

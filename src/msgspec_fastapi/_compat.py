@@ -554,6 +554,14 @@ def solve_params(dependant: Any, connection: Any) -> tuple[dict[str, Any], list[
     return values, errors + query_errors + header_errors + cookie_errors
 
 
+async def validate_form(
+    fields: list[Any], form: Any, embedded: bool
+) -> tuple[dict[str, Any], list[Any]]:
+    """`validate_body` for a form: FastAPI's `request_body_to_args`, awaited (it reads
+    the form's files)."""
+    return await request_body_to_args(fields, form, embedded)
+
+
 _validate_value_with_model_field = _dep_utils._validate_value_with_model_field
 _BODY_LOC = ("body",)
 

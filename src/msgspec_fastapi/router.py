@@ -64,6 +64,7 @@ from ._endpoint.pydantic_route import (
     pydantic_dependency_plan,
     pydantic_plan,
     pydantic_spec,
+    reads_form,
 )
 from ._endpoint.telemetry import traced_handler
 from ._errors.pydantic_style import (
@@ -529,7 +530,9 @@ class MsgspecRoute(APIRoute):
         solved = pydantic_dependency_plan(target, limit)
         if solved is None:
             return None
-        fastapi_body = FastAPIBody(_compat.embeds_body_fields(target), fastapi_params=True)
+        fastapi_body = FastAPIBody(
+            _compat.embeds_body_fields(target), reads_form(target), fastapi_params=True
+        )
         return self._dependency_route(
             pydantic_spec(target),
             solved.route,
@@ -554,7 +557,9 @@ class MsgspecRoute(APIRoute):
         solved = pydantic_body_dependency_plan(target, spec, output, limit)
         if solved is None:
             return None
-        fastapi_body = FastAPIBody(_compat.embeds_body_fields(target), fastapi_params=False)
+        fastapi_body = FastAPIBody(
+            _compat.embeds_body_fields(target), reads_form(target), fastapi_params=False
+        )
         return self._dependency_route(
             spec,
             solved.route,
@@ -605,6 +610,7 @@ class MsgspecRoute(APIRoute):
             _compat.route_app(handler),
             fastapi_body is not None,
             fastapi_body is not None and target.body_field is not None,
+            _compat.route_form_limits(self) if fastapi_body and fastapi_body.form else None,
         )
 
     def _delegated_handler(

@@ -46,6 +46,7 @@ cdef class Op:
     cdef public tuple specials
     cdef public list fields
     cdef public bint embeds
+    cdef public bint form_fields
 
 
 cdef class Program:
@@ -79,6 +80,7 @@ cdef class DependencyRoute:
     cdef public object provider
     cdef public object delegated
     cdef public bint pydantic
+    cdef public object form_limits
     cdef public bint has_body
     cdef public bint checks_length
     cdef public list plans

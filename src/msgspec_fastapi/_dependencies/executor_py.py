@@ -44,10 +44,12 @@ from .._compat import (
     concurrency_limit_generator,
     enter_cleanup_scope,
     in_a_cancel_scope,
+    read_form,
     run_in_exit_stacks,
     stack_cleanup_scope,
     threadpool_generator,
     validate_body,
+    validate_form,
 )
 from .._errors.handlers import handle_route_exception
 from .._errors.validation import received_body
@@ -334,6 +336,7 @@ class Op:
         "embeds",
         "fields",
         "first",
+        "form_fields",
         "function_stack",
         "has_models",
         "key",
@@ -363,6 +366,7 @@ class Op:
         self.specials = step.specials
         self.fields = step.fields
         self.embeds = step.embeds
+        self.form_fields = step.form_fields
 
 
 class Program:
@@ -417,7 +421,7 @@ def arguments(
         else:
             for name, key in step.body:
                 kwargs[name] = body if key is None else body[key]
-    elif step.fields:
+    elif step.fields and not step.form_fields:
         # FastAPI's body fields, validated at the step's turn as its solving does.
         found, problems = validate_body(step.fields, state.body, step.embeds)
         if problems:
@@ -433,6 +437,17 @@ def arguments(
         else:
             kwargs[name] = SecurityScopes(scopes=list(scopes))
     return kwargs
+
+
+async def form_arguments(
+    step: Op, kwargs: dict[str, Any], errors: list[Any], state: RequestState
+) -> None:
+    """A step's form fields, validated at its turn by FastAPI's own step (awaited: it
+    reads the form's files), into `kwargs`; their errors go to `errors`."""
+    found, problems = await validate_form(step.fields, state.body, step.embeds)
+    if problems:
+        errors.extend(problems)
+    kwargs.update(found)
 
 
 def body_errors(body: RequestValidationError, keys: frozenset[str] | None) -> list[Any]:
@@ -465,6 +480,7 @@ class DependencyRoute:
         "build",
         "checks_length",
         "delegated",
+        "form_limits",
         "has_body",
         "plan",
         "plans",
@@ -484,6 +500,7 @@ class DependencyRoute:
         delegated: Callable[[Scope, Receive, Send], Awaitable[None]],
         pydantic: bool = False,
         reads_body: bool = False,
+        form_limits: dict[str, Any] | None = None,
     ) -> None:
         self.runtime = runtime
         self.plan = plan
@@ -496,6 +513,9 @@ class DependencyRoute:
         # the response as FastAPI's handler does.
         self.pydantic = pydantic
         self.has_body = route_plan.body is not None or reads_body
+        # A form body (FastAPI parses it, with the route's own limits): the route's
+        # `form_limits`; None: no form.
+        self.form_limits = form_limits
         # Where the request path enforces the body limit (FastAPI before 0.164).
         self.checks_length = route_plan.max_body_size >= 0
         # The latest used first. A tuple, replaced whole and never changed in place: a
@@ -550,7 +570,12 @@ class DependencyRoute:
         runtime = self.runtime
         error: Exception | None = None
         try:
-            if self.has_body:
+            if self.form_limits is not None:
+                try:
+                    state.body = await self.parse_form(state)
+                except ClientDisconnect:
+                    return None  # the client left mid-body: nothing to answer or raise
+            elif self.has_body:
                 try:
                     state.raw = await runtime.read_raw(scope, receive)
                 except ClientDisconnect:
@@ -578,6 +603,16 @@ class DependencyRoute:
             )
         return None
 
+    async def parse_form(self, state: RequestState) -> Any:
+        """The form body, parsed as FastAPI's handler parses it (400 and 413 before any
+        dependency runs), from the body read first where the request path enforces the
+        body limit."""
+        limits = self.form_limits
+        assert limits is not None  # called only for a form
+        if self.checks_length:
+            state.raw = await self.runtime.read_raw(state.scope, state.receive)
+        return await read_form(state.get_request(), limits)
+
     async def run_in_stacks(self, program: Program, state: RequestState) -> None:
         """The steps and the response inside FastAPI's two exit stacks; the stacks are
         handled in `_compat` (plain Python, see there why)."""
@@ -599,6 +634,8 @@ class DependencyRoute:
             step = ops[i]
             marks[i] = len(errors) + state.skipped
             kwargs = arguments(step, values, errors, state)
+            if step.form_fields:
+                await form_arguments(step, kwargs, errors, state)
             if len(errors) + state.skipped > marks[step.first]:
                 continue  # its subtree failed: FastAPI does not call it
             key = step.key
@@ -623,6 +660,8 @@ class DependencyRoute:
                 cache[key] = result
         endpoint: Op = program.endpoint
         kwargs = arguments(endpoint, values, errors, state)
+        if endpoint.form_fields:
+            await form_arguments(endpoint, kwargs, errors, state)
         if errors:
             body = state.body
             if self.pydantic:

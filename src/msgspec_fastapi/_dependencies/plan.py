@@ -113,6 +113,7 @@ class FastAPIBody:
     (Pydantic's), each step's at its turn."""
 
     embedded: bool  # FastAPI reads the fields by key (several, or `embed=True`)
+    form: bool  # the body is a form (FastAPI parses it, and its fields are awaited)
     # Parameters as FastAPI gives them (a route without msgspec types): where the
     # request path cannot convert a step's parameters or make their defaults as FastAPI
     # does, FastAPI's own step solves them (`FastAPIParams`).
@@ -145,10 +146,12 @@ class Step:
     body_keys: frozenset[str] | None
     parts: BodyParts | None  # an embedded body's parts, for a body that failed whole
     specials: tuple[tuple[str, int, tuple[str, ...]], ...]  # (argument, SPECIAL_*, scopes)
-    # FastAPI's body fields it takes (a `FastAPIBody` route; else empty), and whether
-    # they are read by key.
+    # FastAPI's body fields it takes (a `FastAPIBody` route; else empty), whether they
+    # are read by key, and whether they are a form's (validated by awaiting FastAPI's
+    # step, which reads the form's files).
     fields: list[Any]
     embeds: bool
+    form_fields: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,8 +218,9 @@ class _Builder:
             if dependant.body_params:
                 raise Refused
             return
-        if any(isinstance(field.field_info, params.Form) for field in dependant.body_params):
-            raise Refused  # FastAPI parses a form; the request path does not
+        forms = [isinstance(field.field_info, params.Form) for field in dependant.body_params]
+        if any(forms) and not fastapi_body.form:
+            raise Refused  # form fields beside a JSON body: FastAPI reads JSON
 
     def solve(self, dependant: Any) -> list[tuple[str, int]]:
         """The steps of `dependant`'s sub-dependencies, as solve_dependencies takes them;
@@ -306,6 +310,7 @@ class _Builder:
                 specials=self.specials(use_sub, own_request, own_response=True),
                 fields=self.fields(use_sub),
                 embeds=self.fields_embedded(),
+                form_fields=self.form_fields(use_sub),
             )
         )
         return len(self.steps) - 1
@@ -339,6 +344,13 @@ class _Builder:
 
     def fields_embedded(self) -> bool:
         return self.fastapi_body is not None and self.fastapi_body.embedded
+
+    def form_fields(self, dependant: Any) -> bool:
+        return (
+            self.fastapi_body is not None
+            and self.fastapi_body.form
+            and bool(self.fields(dependant))
+        )
 
     def body_keys(self, body: tuple[tuple[str, str | None], ...]) -> frozenset[str] | None:
         if not self.embedded:
@@ -398,6 +410,7 @@ class _Builder:
             ),
             fields=self.fields(root),
             embeds=self.fields_embedded(),
+            form_fields=self.form_fields(root),
         )
 
 

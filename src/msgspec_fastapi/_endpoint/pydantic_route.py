@@ -165,6 +165,12 @@ def _dump_json_defaults() -> dict[str, Any]:
     }
 
 
+def reads_form(route: Any) -> bool:
+    """Whether FastAPI's handler parses the route's body as a form."""
+    body_field = route.body_field
+    return body_field is not None and isinstance(body_field.field_info, params.Form)
+
+
 def pydantic_plan(route: Any, max_body_size: int) -> PydanticPlan | None:
     """The plan of a route FastAPI built alone (`route` is the route or the inclusion
     context being built), or None where its requests need FastAPI's handler: dependencies
@@ -200,7 +206,9 @@ def pydantic_dependency_plan(route: Any, max_body_size: int) -> PydanticPlan | N
     converts. None where FastAPI's handler renders or reads what the request path cannot
     (a generator endpoint, a form)."""
     call = route.dependant.call
-    return _runtime_plan(route, call, _compat.is_coroutine_callable(call), (), None, max_body_size)
+    return _runtime_plan(
+        route, call, _compat.is_coroutine_callable(call), (), None, max_body_size, forms=True
+    )
 
 
 def pydantic_body_dependency_plan(
@@ -213,7 +221,9 @@ def pydantic_body_dependency_plan(
         return None
     if output.stream != STREAM_NONE:
         return None
-    return _runtime_plan(route, spec.endpoint, spec.is_coroutine, (), output, max_body_size)
+    return _runtime_plan(
+        route, spec.endpoint, spec.is_coroutine, (), output, max_body_size, forms=True
+    )
 
 
 def pydantic_spec(route: Any) -> EndpointSpec:
@@ -262,16 +272,15 @@ def _runtime_plan(
     converted: tuple[Any, ...],
     output: OutputPlan | None,
     max_body_size: int,
+    forms: bool = False,
 ) -> PydanticPlan | None:
     """The plan of `_plan`, its parameters `converted` (empty where each step of the
-    dependency plan converts its own)."""
+    dependency plan converts its own); a form body only with `forms` (the dependency
+    plan's executor parses forms)."""
     dependant = route.dependant
     if _compat.is_gen_callable(call) or _compat.is_async_gen_callable(call):
         return None
-    body_field = route.body_field
-    if body_field is not None and isinstance(body_field.field_info, params.Form):
-        return None
-    if any(isinstance(field.field_info, params.Form) for field in dependant.body_params):
+    if not forms and reads_form(route):
         return None
     strict = route.strict_content_type
     response_class = route.response_class
