@@ -59,6 +59,7 @@ from ._endpoint.plan import (
     segment_template,
 )
 from ._endpoint.pydantic_route import (
+    PydanticPlan,
     pydantic_body_dependency_plan,
     pydantic_body_plan,
     pydantic_dependency_plan,
@@ -526,22 +527,13 @@ class MsgspecRoute(APIRoute):
             runtime = self.twin.PydanticRuntime(alone)
             runtime.traced_app = _compat.route_app(handler)
             return runtime
-        # Dependencies or special parameters: solved from a plan where it can be built.
+        # Dependencies, special parameters, forms, parameters FastAPI solves: run from a
+        # dependency plan where it can be built.
         solved = pydantic_dependency_plan(target, limit)
         if solved is None:
             return None
-        fastapi_body = FastAPIBody(
-            _compat.embeds_body_fields(target), reads_form(target), fastapi_params=True
-        )
-        return self._dependency_route(
-            pydantic_spec(target),
-            solved.route,
-            self.twin.PydanticRuntime(solved),
-            target,
-            handler,
-            on_failure,
-            fastapi_body,
-        )
+        spec = pydantic_spec(target)
+        return self._solved_pydantic_route(spec, solved, target, handler, on_failure, True)
 
     def _pydantic_body_route(
         self, spec: EndpointSpec, output: OutputPlan, target: Any, handler: Handler, on_failure: Any
@@ -557,17 +549,25 @@ class MsgspecRoute(APIRoute):
         solved = pydantic_body_dependency_plan(target, spec, output, limit)
         if solved is None:
             return None
-        fastapi_body = FastAPIBody(
-            _compat.embeds_body_fields(target), reads_form(target), fastapi_params=False
-        )
+        return self._solved_pydantic_route(spec, solved, target, handler, on_failure, False)
+
+    def _solved_pydantic_route(
+        self,
+        spec: EndpointSpec,
+        solved: PydanticPlan,
+        target: Any,
+        handler: Handler,
+        on_failure: Any,
+        fastapi_params: bool,
+    ) -> Any:
+        """The dependency route of a route whose body FastAPI's fields validate, its body
+        and response handled by the twin's PydanticRuntime for the plan `solved`;
+        `fastapi_params`: its parameters are FastAPI's (a route without msgspec types)."""
+        embedded = _compat.embeds_body_fields(target)
+        fastapi_body = FastAPIBody(embedded, reads_form(target), fastapi_params)
+        runtime = self.twin.PydanticRuntime(solved)
         return self._dependency_route(
-            spec,
-            solved.route,
-            self.twin.PydanticRuntime(solved),
-            target,
-            handler,
-            on_failure,
-            fastapi_body,
+            spec, solved.route, runtime, target, handler, on_failure, fastapi_body
         )
 
     def _dependency_route(
