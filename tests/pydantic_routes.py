@@ -3,10 +3,15 @@
 An `AppSpec` is drawn from one hypothesis-controlled `Random`: enums, Pydantic models
 (`BaseModel`s with their config, aliases, constraints, validators and computed fields,
 a Pydantic dataclass, a `TypedDict`, the tagged variants of a discriminated union) and
-routes using them (bodies, responses, query/header/cookie models, a dependency). It is
-rendered as Python source (`source`), which is what a failing example prints, and run
-once (`namespace`); every app built from it (`build`) shares those classes and endpoints,
-so that the routers compared serve the very same route.
+routes using them (bodies, responses, query/header/cookie models) with dependencies
+drawn from `DEPENDENCIES`, on the route or on the router: one taking a part of the body,
+`yield` ones (async and sync, either scope) logging their set-up, the exception they saw
+and their teardown, one setting the status and a header on the `Response`, one adding a
+background task, two sharing a sub-dependency (cached, and `use_cache=False`), one
+raising `HTTPException` on a query value, and ones whose header and query parameters can
+fail. It is rendered as Python source (`source`), which is what a failing example prints,
+and run once (`namespace`); every app built from it (`build`) shares those classes and
+endpoints, so that the routers compared serve the very same route.
 
 Requests (`Call`) start from a valid value of the route's types, in the JSON form a
 client sends, and are then mutated: wrong types, missing and extra keys, `NaN` and
@@ -93,6 +98,21 @@ class ModelSpec:
 
 
 @dataclass(frozen=True)
+class DepSpec:
+    """One dependency of a route or router: a kind of `DEPENDENCIES`, given as a
+    parameter of the endpoint or in `dependencies=[...]` (`listed`; always so for the
+    router's), with `Depends(..., scope=...)` where `scope` is set."""
+
+    kind: str
+    listed: bool = False
+    scope: str | None = None
+
+    def depends(self, call: str) -> str:
+        scope = "" if self.scope is None else f", scope={self.scope!r}"
+        return f"Depends({call}{scope})"
+
+
+@dataclass(frozen=True)
 class RouteSpec:
     name: str
     kind: str  # "body", "get", "params"
@@ -103,7 +123,8 @@ class RouteSpec:
     options: tuple[tuple[str, Any], ...] = ()  # response_model_* keyword arguments
     status_code: int | None = None
     is_async: bool = True
-    dependency: str = ""  # "", "guard" (dependencies=), "limit" (a parameter)
+    dependencies: tuple[DepSpec, ...] = ()  # in the order the endpoint's source has them
+    part: T | None = None  # the type of the body part the "part" dependency takes
     query_q: bool = False
     payloads: tuple[Any, ...] = ()  # what a "get" route returns, its index as the key
     as_model: bool = False  # a "get" route returns Model.model_validate(payload)
@@ -126,6 +147,7 @@ class AppSpec:
     # in FastAPI's words whichever it is (docs/differences.md), so every app may have such
     # parameters (`q`, `limit`).
     errors: str | None = None
+    router_dependencies: tuple[DepSpec, ...] = ()  # the router's dependencies=[...]
 
 
 # --- source -----------------------------------------------------------------------------
@@ -137,7 +159,8 @@ from enum import Enum, IntEnum
 from typing import Annotated, Literal, Optional, Union
 from uuid import UUID
 
-from fastapi import Body, Cookie, Depends, Header, HTTPException, Path, Query
+from fastapi import BackgroundTasks, Body, Cookie, Depends, Header, HTTPException, Path, Query
+from fastapi import Response
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 from pydantic import model_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
@@ -177,7 +200,87 @@ def guard(x_deny: Annotated[Optional[str], Header()] = None):
 async def limit(limit: int = 10):
     LOG.append(("limit", limit))
     return limit
+
+
+async def session():
+    LOG.append(("session", "set up"))
+    try:
+        yield "session"
+    except Exception as exc:
+        LOG.append(("session", "saw", type(exc).__name__))
+        raise
+    finally:
+        LOG.append(("session", "torn down"))
+
+
+def sync_session():
+    LOG.append(("sync_session", "set up"))
+    try:
+        yield "sync session"
+    except Exception as exc:
+        LOG.append(("sync_session", "saw", type(exc).__name__))
+        raise
+    finally:
+        LOG.append(("sync_session", "torn down"))
+
+
+def stamp(response: Response):
+    LOG.append(("stamp", response.status_code))
+    response.status_code = 203
+    response.headers["x-stamp"] = "stamped"
+
+
+async def later(tasks: BackgroundTasks, x_later: Annotated[Optional[str], Header()] = None):
+    LOG.append(("later", x_later))
+    tasks.add_task(LOG.append, ("background", x_later))
+
+
+def shared():
+    LOG.append(("shared",))
+    return len(LOG)
+
+
+def cached(value: Annotated[int, Depends(shared)]):
+    LOG.append(("cached", value))
+    return value
+
+
+async def uncached(value: Annotated[int, Depends(shared, use_cache=False)]):
+    LOG.append(("uncached", value))
+    return value
+
+
+def teapot(mode: str = "tea"):
+    LOG.append(("teapot", mode))
+    if mode == "coffee":
+        raise HTTPException(418, {{"mode": mode}}, headers={{"x-teapot": "short and stout"}})
+
+
+async def window(
+    x_window: Annotated[int, Header(gt=0)],
+    start: Annotated[Optional[datetime.date], Query()] = None,
+):
+    LOG.append(("window", x_window, start))
+    return x_window
 '''
+
+# The dependencies a route or router may have: kind: (the endpoint's parameter taking its
+# value, the parameter's type, the dependency called). "part" is a function of the route's
+# own (`part_source`), taking a part of the body, which embeds the body.
+DEPENDENCIES = {
+    "guard": ("guarded", "None", "guard"),
+    "limit": ("limited", "int", "limit"),
+    "session": ("db", "str", "session"),
+    "sync_session": ("sync_db", "str", "sync_session"),
+    "stamp": ("stamped", "None", "stamp"),
+    "later": ("deferred", "None", "later"),
+    "cached": ("kept", "int", "cached"),
+    "uncached": ("fresh", "int", "uncached"),
+    "teapot": ("brewed", "None", "teapot"),
+    "window": ("windowed", "int", "window"),
+    "part": ("parted", "", ""),
+}
+GENERATORS = ("session", "sync_session")
 
 TYPE_SOURCE = {
     "datetime": "datetime.datetime",
@@ -325,12 +428,38 @@ def _route_parameters(route: RouteSpec) -> list[str]:
     else:
         for where, model in route.param_models:
             params.append(f"{where}: Annotated[{model}, {where.capitalize()}()]")
-    if route.dependency == "limit":
-        params.append("limited: Annotated[int, Depends(limit)]")
+    for dep in route.dependencies:
+        if not dep.listed:
+            name, annotation, _ = DEPENDENCIES[dep.kind]
+            if dep.kind == "part":
+                assert route.part is not None
+                annotation = type_source(route.part)
+            params.append(f"{name}: Annotated[{annotation}, {dep.depends(call_of(dep, route))}]")
     if route.query_q:
         params.append("q: Annotated[Optional[int], Query(le=100)] = None")
     # Required parameters first, as Python wants them.
     return sorted(params, key=lambda p: " = " in p)
+
+
+def call_of(dep: DepSpec, route: RouteSpec | None) -> str:
+    """The name of the function `dep` calls (on `route`; None: on the router)."""
+    if dep.kind == "part":
+        assert route is not None
+        return f"part_{route.name}"
+    return DEPENDENCIES[dep.kind][2]
+
+
+def part_source(route: RouteSpec) -> str:
+    """The route's dependency taking a part of the body (a second body parameter)."""
+    assert route.part is not None
+    name = f"part_{route.name}"
+    return "\n".join(
+        [
+            f"def {name}(part: {type_source(route.part)}):",
+            f"    LOG.append(({name!r}, note(part)))",
+            "    return part",
+        ]
+    )
 
 
 def route_source(route: RouteSpec) -> str:
@@ -362,6 +491,7 @@ def source(app: AppSpec) -> str:
     `build`, which `describe` shows as `route_line`)."""
     parts = [HEADER]
     parts += [model_source(m) for m in app.models]
+    parts += [part_source(r) for r in app.routes if r.part is not None]
     parts += [route_source(r) for r in app.routes]
     return "\n\n\n".join(parts) + "\n"
 
@@ -372,13 +502,27 @@ def route_line(route: RouteSpec) -> str:
         options.insert(0, f"response_model={type_source(route.response)}")
     if route.status_code is not None:
         options.append(f"status_code={route.status_code}")
-    if route.dependency == "guard":
-        options.append("dependencies=[Depends(guard)]")
+    listed = [dep.depends(call_of(dep, route)) for dep in route.dependencies if dep.listed]
+    if listed:
+        options.append(f"dependencies=[{', '.join(listed)}]")
     return (
         f"router.add_api_route({route.path!r}, {route.name}, methods=[{route.method!r}]"
         + "".join(f", {o}" for o in options)
         + ")"
     )
+
+
+def router_line(app: AppSpec) -> str:
+    options = [f"errors={app.errors!r}"]
+    if app.router_dependencies:
+        listed = ", ".join(dep.depends(call_of(dep, None)) for dep in app.router_dependencies)
+        options.append(f"dependencies=[{listed}]")
+    return f"router = MsgspecRouter({', '.join(options)})"
+
+
+def _depends(dep: DepSpec, route: RouteSpec | None, ns: dict[str, Any]) -> Any:
+    scope = {} if dep.scope is None else {"scope": dep.scope}
+    return ns["Depends"](ns[call_of(dep, route)], **scope)
 
 
 def namespace(app: AppSpec) -> dict[str, Any]:
@@ -397,15 +541,22 @@ def build(
 ) -> tuple[FastAPI, APIRouter]:
     """The app on FastAPI's `APIRouter` (`twin=None`: the oracle) or on `twin`'s
     `MsgspecRouter`, with `install_dispatch` where `dispatch`. Also returns the router."""
-    router = APIRouter() if twin is None else twin.router_class(errors=app.errors)
+    router_options: dict[str, Any] = {}
+    if app.router_dependencies:
+        router_options["dependencies"] = [_depends(d, None, ns) for d in app.router_dependencies]
+    if twin is None:
+        router = APIRouter(**router_options)
+    else:
+        router = twin.router_class(errors=app.errors, **router_options)
     for route in app.routes:
         options: dict[str, Any] = dict(route.options)
         if route.declared == "response_model" and route.response is not None:
             options["response_model"] = eval(type_source(route.response), ns)
         if route.status_code is not None:
             options["status_code"] = route.status_code
-        if route.dependency == "guard":
-            options["dependencies"] = [ns["Depends"](ns["guard"])]
+        listed = [_depends(dep, route, ns) for dep in route.dependencies if dep.listed]
+        if listed:
+            options["dependencies"] = listed
         router.add_api_route(route.path, ns[route.name], methods=[route.method], **options)
     fastapi_app = FastAPI()
     fastapi_app.include_router(router)
@@ -563,6 +714,32 @@ def _option_sets(
     return tuple(options)
 
 
+# What a router's dependencies are drawn from: not "part", which a route without a body
+# would take from requests that send none.
+ROUTER_DEPENDENCIES = ("guard", "session", "sync_session", "stamp", "later", "teapot", "window")
+
+
+def draw_dependencies(
+    r: Random, kinds: Sequence[str], count: int, listed: bool = False
+) -> tuple[DepSpec, ...]:
+    """`count` dependencies of `kinds` (at most one of each) in a random order, each in
+    `dependencies=[...]` where `listed` (else one in three), a generator with
+    `scope="function"` one in three; "cached" and "uncached", which share their
+    sub-dependency, often come together."""
+    chosen = r.sample(list(kinds), count)
+    for one, other in (("cached", "uncached"), ("uncached", "cached")):
+        if one in chosen and other in kinds and other not in chosen and not _chance(r, 3):
+            chosen.insert(r.randint(0, len(chosen)), other)
+    return tuple(
+        DepSpec(
+            kind,
+            listed or _chance(r, 3),
+            "function" if kind in GENERATORS and _chance(r, 3) else None,
+        )
+        for kind in chosen
+    )
+
+
 def draw_app(r: Random) -> AppSpec:
     errors = r.choice([None, "fastapi"])
     models: list[ModelSpec] = []
@@ -610,9 +787,13 @@ def draw_app(r: Random) -> AppSpec:
             declared=declared,
             status_code=r.choice([None, None, None, 201, 202]),
             is_async=not _chance(r, 3),
-            dependency=r.choice(["", "", "guard", "limit"]),
             query_q=_chance(r, 3),
         )
+        kinds = [k for k in DEPENDENCIES if k != "part" or kind == "body"]
+        dependencies = draw_dependencies(r, kinds, r.choice([0, 1, 1, 2, 2, 3]))
+        common["dependencies"] = dependencies
+        if any(dep.kind == "part" for dep in dependencies):
+            common["part"] = T("ref", (r.choice(pydantic),))
         options = _option_sets(r, main, by_name) if declared != "none" else ()
         if kind == "body":
             body = [("item", main, _chance(r, 4))]
@@ -659,7 +840,10 @@ def draw_app(r: Random) -> AppSpec:
                     options=_option_sets(r, response, by_name) if declared != "none" else (),
                 )
             )
-    return AppSpec(tuple(models), tuple(routes), errors)
+    router_dependencies = ()
+    if _chance(r, 4):
+        router_dependencies = draw_dependencies(r, ROUTER_DEPENDENCIES, r.randint(1, 2), True)
+    return AppSpec(tuple(models), tuple(routes), errors, router_dependencies)
 
 
 # --- values -----------------------------------------------------------------------------
@@ -935,6 +1119,14 @@ class Call:
         )
 
 
+def body_params(route: RouteSpec) -> tuple[tuple[str, T, bool], ...]:
+    """Every body parameter of the route: the endpoint's, then the part its dependency
+    takes (two or more embed the body)."""
+    if route.part is None:
+        return route.body
+    return (*route.body, ("part", route.part, False))
+
+
 def _body_bytes(
     r: Random, route: RouteSpec, models: dict[str, ModelSpec], refusing: frozenset[str]
 ) -> bytes:
@@ -943,10 +1135,11 @@ def _body_bytes(
         return b""
     if roll < 8:
         return r.choice([b" ", b"null", b"[]", b'"str"', b"0", b"{}", b"\xff", b"{\x00}"])
-    if len(route.body) == 1 and not route.body[0][2]:
-        value = draw_value(r, route.body[0][1], models)
+    body = body_params(route)
+    if len(body) == 1 and not body[0][2]:
+        value = draw_value(r, body[0][1], models)
     else:
-        value = {name: draw_value(r, t, models) for name, t, _ in route.body}
+        value = {name: draw_value(r, t, models) for name, t, _ in body}
     for _ in range(r.choice([0, 0, 0, 1, 1, 2])):
         value = mutate_value(r, value, refusing)
     text = encode(value, r)
@@ -1024,10 +1217,22 @@ def make_call(r: Random, app: AppSpec) -> Call:
                 headers.append((b"cookie", cookie.encode("utf-8")))
     if route.query_q and not _chance(r, 3):
         query.append(["q", r.choice(["1", "100", "101", "x", "-5"])])
-    if route.dependency == "limit" and _chance(r, 3):
+    kinds = {dep.kind for dep in (*app.router_dependencies, *route.dependencies)}
+    if "limit" in kinds and _chance(r, 3):
         query.append(["limit", r.choice(["3", "x", "1e2"])])
-    if route.dependency == "guard" and _chance(r, 4):
+    if "guard" in kinds and _chance(r, 4):
         headers.append((b"x-deny", b"yes"))
+    if "later" in kinds and _chance(r, 2):
+        headers.append((b"x-later", r.choice([b"soon", b"\xc3\xa9"])))
+    if "teapot" in kinds and _chance(r, 2):
+        query.append(["mode", r.choice(["tea", "coffee", "coffee"])])
+    if "window" in kinds:
+        # Required, and greater than 0: one request in five fails or leaves it out.
+        width = b"3" if not _chance(r, 5) else r.choice([b"0", b"x", b"", None])
+        if width is not None:
+            headers.append((b"x-window", width))
+        if _chance(r, 3):
+            query.append(["start", r.choice(["2024-02-29", "x", "2024-02-30"])])
     target = path + ("?" + "&".join(f"{quote(k)}={quote(v)}" for k, v in query) if query else "")
     return Call(route.name, method, target.encode(), tuple(headers), chunks)
 
@@ -1039,7 +1244,8 @@ def make_call(r: Random, app: AppSpec) -> Call:
 class Outcome:
     """Everything observable of one answer: the messages sent (status, every header in
     order, body bytes), the exception that escaped, what the endpoints and dependencies
-    received (the log), and how often the app called `receive`."""
+    received and did, with the messages sent in between (the log: set-ups, teardowns and
+    background tasks in their order), and how often the app called `receive`."""
 
     status: int | None
     headers: tuple[tuple[bytes, bytes], ...]
@@ -1067,6 +1273,8 @@ async def exchange(app: Any, ns: dict[str, Any], call: Call) -> Outcome:
     async def tee(scope: Any, receive: Any, send: Any) -> None:
         async def recorded(message: dict[str, Any]) -> None:
             sent.append(message)
+            # In the log: when teardowns and background tasks ran, sends between them.
+            log.append(("sent", message["type"]))
             await send(message)
 
         await app(scope, receive, recorded)
@@ -1116,6 +1324,9 @@ def app_features(app: AppSpec) -> set[str]:
             if f.strict:
                 found.add("strict field")
             found |= {f"constraint {key}" for key, _ in f.constraints}
+    if app.router_dependencies:
+        found.add("router dependencies")
+    found |= {f"router dependency {dep.kind}" for dep in app.router_dependencies}
     for route in app.routes:
         found.add(f"route {route.kind}")
         found.add(f"declared {route.declared}")
@@ -1125,8 +1336,15 @@ def app_features(app: AppSpec) -> set[str]:
             found.add("Body(embed=True)")
         if len(route.body) > 1:
             found.add("several bodies")
-        if route.dependency:
-            found.add(f"dependency {route.dependency}")
+        for dep in route.dependencies:
+            found.add(f"dependency {dep.kind}")
+            if dep.listed:
+                found.add("dependencies=[...]")
+            if dep.scope is not None:
+                found.add(f"scope {dep.scope}")
+        kinds = {dep.kind for dep in route.dependencies}
+        if {"cached", "uncached"} <= kinds:
+            found.add("a shared sub-dependency")
         if route.as_model:
             found.add("returns a model")
     return found
@@ -1139,6 +1357,11 @@ def answer_features(answer: Outcome) -> set[str]:
     if answer.status == 422:
         for error in json.loads(answer.body)["detail"]:
             found.add(f"error {error['type']}")
+    for entry in answer.log:
+        if entry[0] == "background":
+            found.add("background task ran")
+        elif entry[0] in GENERATORS and entry[1] == "saw":
+            found.add(f"teardown saw {entry[2]}")
     return found
 
 

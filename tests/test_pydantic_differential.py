@@ -6,7 +6,9 @@ then mutated. The oracle is the app on `APIRouter`; the apps under test are the 
 on each twin's `MsgspecRouter`, once with FastAPI's routing and once with
 `install_dispatch`. For every request the status, every header in order, the body bytes,
 the ASGI messages, any exception that escaped (a response validation error, an exception
-a validator raised) and what the endpoints and dependencies received must be the same.
+a validator raised), what the endpoints and dependencies received, and the order in which
+dependencies were set up and torn down, background tasks ran and messages were sent must
+be the same.
 Every divergence fails, a 500 on one side only included, with the app's source, the
 request and both answers.
 
@@ -30,9 +32,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic_routes import (
+    DEPENDENCIES,
     HEADER,
     AppSpec,
     Call,
+    DepSpec,
     FieldSpec,
     ModelSpec,
     Outcome,
@@ -47,6 +51,7 @@ from pydantic_routes import (
     make_call,
     namespace,
     route_line,
+    router_line,
     source,
 )
 from raw_asgi import run_on_one_loop
@@ -62,8 +67,10 @@ NORMAL_EXAMPLES = 100
 NORMAL_CALLS = 10  # requests per example at least: 100 x 10 x 2 modes x 2 twins = 4,000
 NORMAL_CASES = 2_000
 HARNESS_EXAMPLES = 10
-# What `direct_share` must reach over a normal run (0 while Pydantic routes are delegated).
-MINIMUM_DIRECT_SHARE = 0.35
+# What `direct_share` must reach over a normal run. Every generated route runs direct but
+# those reading a query, header or cookie model (FastAPI's handler extracts those): over
+# eleven normal runs the share was 73% to 88%.
+MINIMUM_DIRECT_SHARE = 0.65
 
 TALLIES: dict[str, Tally] = {}
 
@@ -94,7 +101,7 @@ def describe(case: Case, call: Call, under_test: str, want: Outcome, got: Outcom
     return "\n".join(
         [
             f"Pydantic route differs from APIRouter's ({under_test}): {call.show()}",
-            f"MsgspecRouter(errors={case.app.errors!r})",
+            router_line(case.app),
             "the app (after pydantic_routes.HEADER):",
             source(case.app)[len(HEADER) :].strip(),
             *(f"{route_line(route)}" for route in case.app.routes),
@@ -224,6 +231,13 @@ def with_route(**changes: Any) -> Callable[[AppSpec], AppSpec]:
     return mutate
 
 
+def with_app(**changes: Any) -> Callable[[AppSpec], AppSpec]:
+    def mutate(app: AppSpec) -> AppSpec:
+        return replace(app, **changes)
+
+    return mutate
+
+
 def with_model(name: str, **changes: Any) -> Callable[[AppSpec], AppSpec]:
     def mutate(app: AppSpec) -> AppSpec:
         models = tuple(replace(m, **changes) if m.name == name else m for m in app.models)
@@ -259,7 +273,11 @@ VALID = post(b'{"f0": 1, "F1": "2024-02-29T12:30:00"}')
         (VALID, with_route(options=(("response_model_exclude_none", True),))),
         (VALID, with_route(options=(("response_model_exclude_unset", True),))),
         (VALID, with_route(status_code=201)),
-        (VALID, with_route(dependency="guard")),
+        (VALID, with_route(dependencies=(DepSpec("stamp"),))),
+        (VALID, with_route(dependencies=(DepSpec("later", listed=True),))),
+        (VALID, with_route(dependencies=(DepSpec("session"),))),
+        (VALID, with_route(dependencies=(DepSpec("cached"), DepSpec("uncached")))),
+        (VALID, with_app(router_dependencies=(DepSpec("sync_session", listed=True),))),
         (VALID, with_model("M0", strict=True)),
         (post(b'{"f0": 1.0, "F1": 0}'), with_model("M0", strict=True)),
         (post(b'{"f0": 1, "F1": 0, "x": 1}'), with_model("M0", extra="forbid")),
@@ -347,11 +365,16 @@ def test_a_typeddict_with_a_pydantic_constraint_is_validated_as_fastapi_does(twi
 REACHED = {
     "status 200",
     "status 201",
+    "status 203",
     "status 400",
     "status 403",
     "status 405",
+    "status 418",
     "status 422",
     "status 500",
+    "background task ran",
+    "teardown saw HTTPException",
+    "teardown saw RequestValidationError",
     "escaped ResponseValidationError",
     "escaped Boom",
     "error json_invalid",
@@ -380,8 +403,11 @@ APP_REACHED = {
     *(f"{where} model" for where in ("query", "header", "cookie")),
     "Body(embed=True)",
     "several bodies",
-    "dependency guard",
-    "dependency limit",
+    *(f"dependency {kind}" for kind in DEPENDENCIES),
+    "dependencies=[...]",
+    "scope function",
+    "a shared sub-dependency",
+    "router dependencies",
     "returns a model",
 }
 
