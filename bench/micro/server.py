@@ -56,7 +56,7 @@ from .worker import PYDANTIC, PYDANTIC_ROUTER_VARIANTS
 
 ROUTE_KEYS = ("city-get", "city-validate", "two-get", "two-post", "plain-get")
 DEFAULT_ROUTES = ("city-get", "city-validate", "two-get")
-VARIANTS = (*deps.DEPS_VARIANTS, *PYDANTIC_ROUTER_VARIANTS)
+VARIANTS = tuple(dict.fromkeys((*deps.DEPS_VARIANTS, *PYDANTIC_ROUTER_VARIANTS)))
 DEFAULT_VARIANTS = ("compiled", "pure", "pydantic", "litestar", "blacksheep", "bare")
 SERVER_KINDS = SERVERS
 BASE = "litestar"
@@ -112,9 +112,9 @@ class BenchError(Exception):
 
 
 def serves(variant: str, app: str) -> bool:
-    """Whether the variant has this app: the Pydantic routes on MsgspecRouter have no
-    dependency routes."""
-    return app != "deps" or variant not in PYDANTIC_ROUTER_VARIANTS
+    """Whether the variant has this app: the dependency routes are those of the --deps
+    variants."""
+    return app != "deps" or variant in deps.DEPS_VARIANTS
 
 
 def _routes(text: str | None, parser: argparse.ArgumentParser) -> list[str]:
