@@ -348,9 +348,18 @@ DEPS_TITLES = {
 OVERRIDE = "-override"
 
 
+# The references a dependency run's ratios are shown against, where it measured them.
+DEPS_BASES = {
+    "pydantic": "FastAPI + Pydantic",
+    "litestar": "Litestar",
+    "blacksheep": "BlackSheep",
+    "floor": "the floor",
+}
+
+
 def render_micro_deps(document: Doc) -> Rendered:
     """The dependency mode: each route with and without an unrelated override set, the
-    ratios to Litestar and to the floor, and the targets."""
+    ratios to the references measured (`DEPS_BASES`), and the targets."""
     routes = document["routes"]
     clock = document["config"].get("clock", "cpu")
     plain = [r for r in DEPS_TITLES if r in routes]
@@ -380,22 +389,33 @@ def render_micro_deps(document: Doc) -> Rendered:
         " `app.dependency_overrides` entry set, and the median per-round ratio of the two.\n\n"
         + table(columns, rows)
     ]
+    # The references the run measured, of those the page names.
+    bases = [
+        base
+        for base in DEPS_BASES
+        if any(
+            row.get(f"ratio_to_{base}") is not None
+            for route in plain
+            for row in routes[route]["summary"].values()
+        )
+    ]
     rows = [
         [variant]
         + [
             ratio(routes[route]["summary"].get(variant, {}).get(f"ratio_to_{base}"))
             for route in plain
-            for base in ("litestar", "floor")
+            for base in bases
         ]
         for variant in variants
     ]
-    columns = ["variant"] + [
-        f"{DEPS_TITLES[r]}: vs {b}" for r in plain for b in ("litestar", "floor")
-    ]
-    parts.append(
-        "Medians of the per-round ratios to Litestar and to the floor, without the override:"
-        "\n\n" + table(columns, rows)
-    )
+    columns = ["variant"] + [f"{DEPS_TITLES[r]}: vs {b}" for r in plain for b in bases]
+    if bases:
+        names = [DEPS_BASES[base] for base in bases]
+        named = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+        parts.append(
+            f"Medians of the per-round ratios to {named}, without the override:\n\n"
+            + table(columns, rows)
+        )
     targets = document.get("targets") or []
     if targets:
         rows = []
