@@ -524,9 +524,7 @@ class MsgspecRoute(APIRoute):
         limit = self._own_limit()
         alone = pydantic_plan(target, limit)
         if alone is not None:
-            runtime = self.twin.PydanticRuntime(alone)
-            runtime.traced_app = _compat.route_app(handler)
-            return runtime
+            return self._pydantic_runtime(alone, handler)
         # Dependencies, special parameters, forms, parameters FastAPI solves: run from a
         # dependency plan where it can be built.
         solved = pydantic_dependency_plan(target, limit)
@@ -543,13 +541,18 @@ class MsgspecRoute(APIRoute):
         limit = self._own_limit()
         alone = pydantic_body_plan(target, spec, output, limit)
         if alone is not None:
-            runtime = self.twin.PydanticRuntime(alone)
-            runtime.traced_app = _compat.route_app(handler)
-            return runtime
+            return self._pydantic_runtime(alone, handler)
         solved = pydantic_body_dependency_plan(target, spec, output, limit)
         if solved is None:
             return None
         return self._solved_pydantic_route(spec, solved, target, handler, on_failure, False)
+
+    def _pydantic_runtime(self, plan: PydanticPlan, handler: Handler) -> Any:
+        """The twin's PydanticRuntime for a route with nothing for FastAPI to solve; the
+        requests FastAPI's telemetry observes go to FastAPI's handler."""
+        runtime = self.twin.PydanticRuntime(plan)
+        runtime.traced_app = _compat.route_app(handler)
+        return runtime
 
     def _solved_pydantic_route(
         self,
