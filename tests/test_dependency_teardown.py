@@ -25,7 +25,9 @@ import gc
 import math
 import threading
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterator
+from types import ModuleType
 from typing import Annotated, Any
 
 import anyio
@@ -38,7 +40,7 @@ from fastapi.responses import StreamingResponse
 from raw_asgi import scope_for
 from twins import Twin
 
-from msgspec_fastapi import MsgspecRouter, _compat
+from msgspec_fastapi import MsgspecRouter, _compat, _select
 
 LOG: list[Any] = []
 # The cancel scope the request runs in, for the dependencies and endpoints to cancel.
@@ -231,9 +233,13 @@ def pushes_onto_the_stacks(request: Request) -> str:
     return "pushed"
 
 
-def get_exchange(path: str, disconnect: bool = False) -> tuple[dict[str, Any], Any, Any]:
+def get_exchange(
+    path: str, disconnect: bool = False, send_fails: bool = False
+) -> tuple[dict[str, Any], Any, Any]:
     """The scope, `receive` and `send` of one GET to `path`: the body, then a disconnect
-    (with `disconnect`) or nothing more; every message sent is logged."""
+    (with `disconnect`) or nothing more; every message sent is logged, and with
+    `send_fails` the response's body then fails to go out, as a server's send fails on a
+    closed connection."""
     scope = scope_for("GET", path.encode(), [])
     requested = False
 
@@ -249,18 +255,22 @@ def get_exchange(path: str, disconnect: bool = False) -> tuple[dict[str, Any], A
 
     async def send(message: dict[str, Any]) -> None:
         LOG.append(("sent", message["type"], message.get("status")))
+        if send_fails and message["type"] == "http.response.body":
+            raise OSError("connection lost")
 
     return scope, receive, send
 
 
-async def run(app: FastAPI, path: str, disconnect: bool = False) -> list[Any]:
+async def run(
+    app: FastAPI, path: str, disconnect: bool = False, send_fails: bool = False
+) -> list[Any]:
     """One GET to `app` inside a cancel scope; what happened, in order, up to a garbage
     collection after it (FastAPI 0.142.2 leaves a cancelled sync generator to be closed
     by the garbage collector)."""
     gc.collect()
     LOG.clear()
     OUTER.clear()
-    scope, receive, send = get_exchange(path, disconnect)
+    scope, receive, send = get_exchange(path, disconnect, send_fails)
     try:
         with anyio.CancelScope() as outer:
             OUTER.append(outer)
@@ -388,6 +398,22 @@ def test_a_disconnect_during_a_stream_closes_the_generator_as_in_fastapi(
     log = both(twin, build, "/stream", disconnect=True)
     assert "stream not cancelled" not in log
     assert closed in log
+
+
+@pytest.mark.parametrize("scope", ["request", "function"])
+def test_a_response_that_fails_to_go_out_reaches_the_teardown_as_in_fastapi(
+    twin: Twin, scope: str
+) -> None:
+    def build(router: APIRouter) -> None:
+        @router.get("/sent")
+        async def sent(s: str = Depends(session, scope=scope)) -> str:  # type: ignore[call-arg]
+            return s
+
+    if not HAS_SCOPE:
+        pytest.skip("Depends(scope=...) is newer than this FastAPI")
+    log = both(twin, build, "/sent", disconnect=False, send_fails=True)
+    assert ("sent", "http.response.body", None) in log
+    assert "teardown ends" in log
 
 
 def test_an_exception_replaced_by_two_teardowns_keeps_fastapis_context_chain(
@@ -960,56 +986,69 @@ def test_a_cancel_scope_a_dependency_leaves_open_goes_unreported_in_a_plain_task
     assert not [entry for entry in log if entry[0] in ("left the app", "escaped")]
 
 
-# Where the cleanup scope is entered and where it is left out (`_compat.enter_cleanup_scope`).
+# Where the cleanup scope is entered and where it is left out (the executor's
+# `enter_cleanup_scope`), on each twin's executor.
+
+
+@pytest.fixture
+def executor(twin: Twin) -> ModuleType:
+    return _select.companion(_select.EXECUTOR, twin.module)
 
 
 @contextlib.contextmanager
-def entered_cleanup_scope() -> Iterator[tuple[anyio.CancelScope | None, Any, Any]]:
+def entered_cleanup_scope(
+    executor: ModuleType,
+) -> Iterator[tuple[anyio.CancelScope | None, Any, Any]]:
     """The cleanup scope as the route makes and enters it in the running task (None: left
-    out), its checkpoint, and the task where it is left out; left at the end of the block."""
-    scope, checkpoint, task = _compat.enter_cleanup_scope()
+    out), its checkpoint, and the task's weak reference where it is left out; left at the
+    end of the block."""
+    scope, checkpoint, task_ref = executor.enter_cleanup_scope()
     try:
-        yield scope, checkpoint, task
+        yield scope, checkpoint, task_ref
     finally:
         if scope is not None:
             scope.__exit__(None, None, None)
 
 
-async def cleanup_scope_is_left_out() -> bool:
-    with entered_cleanup_scope() as (scope, _, task):
-        assert (scope is None) is (task is not None)
+async def cleanup_scope_is_left_out(executor: ModuleType) -> bool:
+    with entered_cleanup_scope(executor) as (scope, _, task_ref):
+        assert (scope is None) is (task_ref is not None)
+        assert task_ref is None or task_ref() is asyncio.current_task()
         return scope is None
 
 
-def test_the_cleanup_scope_of_a_plain_task_is_left_out() -> None:
+def test_the_cleanup_scope_of_a_plain_task_is_left_out(executor: ModuleType) -> None:
     async def main() -> bool:
-        return await asyncio.get_running_loop().create_task(cleanup_scope_is_left_out())
+        loop = asyncio.get_running_loop()
+        return await loop.create_task(cleanup_scope_is_left_out(executor))
 
     assert asyncio.run(main()) is True
 
 
-def test_the_cleanup_scope_of_a_plain_task_whose_earlier_scope_closed_is_left_out() -> None:
+def test_the_cleanup_scope_of_a_plain_task_whose_earlier_scope_closed_is_left_out(
+    executor: ModuleType,
+) -> None:
     async def main() -> bool:
         with anyio.CancelScope():
             pass
-        return await cleanup_scope_is_left_out()
+        return await cleanup_scope_is_left_out(executor)
 
     assert asyncio.run(main()) is True
 
 
-def test_the_cleanup_scope_inside_another_scope_is_entered() -> None:
+def test_the_cleanup_scope_inside_another_scope_is_entered(executor: ModuleType) -> None:
     async def main() -> bool:
         with anyio.move_on_after(1000):
-            return await cleanup_scope_is_left_out()
+            return await cleanup_scope_is_left_out(executor)
 
     assert asyncio.run(main()) is False
 
 
-def test_the_cleanup_scope_in_a_task_groups_task_is_entered() -> None:
+def test_the_cleanup_scope_in_a_task_groups_task_is_entered(executor: ModuleType) -> None:
     left_out: list[bool] = []
 
     async def child() -> None:
-        left_out.append(await cleanup_scope_is_left_out())
+        left_out.append(await cleanup_scope_is_left_out(executor))
 
     async def main() -> None:
         async with anyio.create_task_group() as group:
@@ -1020,17 +1059,17 @@ def test_the_cleanup_scope_in_a_task_groups_task_is_entered() -> None:
 
 
 def left_out_with_the_context_named(
-    sniffio: Any, library: str, monkeypatch: pytest.MonkeyPatch
+    executor: ModuleType, sniffio: Any, library: str, monkeypatch: pytest.MonkeyPatch
 ) -> bool:
     """Whether a plain task's cleanup scope is left out while sniffio's context names
     `library`; anyio's backend for another library is stood in for by asyncio's."""
     backend = anyio._core._eventloop.get_async_backend("asyncio")
-    monkeypatch.setattr(_compat, "_get_async_backend", lambda: backend)
+    monkeypatch.setattr(executor, "get_async_backend", lambda: backend)
 
     async def main() -> bool:
         token = sniffio.current_async_library_cvar.set(library)
         try:
-            return await cleanup_scope_is_left_out()
+            return await cleanup_scope_is_left_out(executor)
         finally:
             sniffio.current_async_library_cvar.reset(token)
 
@@ -1038,90 +1077,101 @@ def left_out_with_the_context_named(
 
 
 def test_the_cleanup_scope_is_entered_where_sniffio_names_another_library(
-    monkeypatch: pytest.MonkeyPatch,
+    executor: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """As under trio-asyncio in trio mode: anyio takes the named library's backend (here a
     stand-in), and the route enters that backend's scope."""
     sniffio = pytest.importorskip("sniffio")
-    assert left_out_with_the_context_named(sniffio, "trio", monkeypatch) is False
+    assert left_out_with_the_context_named(executor, sniffio, "trio", monkeypatch) is False
 
 
-def test_a_plain_task_is_in_a_cancel_scope_only_while_one_is_open() -> None:
+def test_a_plain_task_is_in_a_cancel_scope_only_while_one_is_open(executor: ModuleType) -> None:
     async def main() -> list[bool]:
-        task = asyncio.current_task()
-        before = _compat.in_a_cancel_scope(task)
+        task_ref = weakref.ref(asyncio.current_task())
+        before = executor.in_a_cancel_scope(task_ref)
         with anyio.CancelScope():
-            inside = _compat.in_a_cancel_scope(task)
-        after = _compat.in_a_cancel_scope(task)
+            inside = executor.in_a_cancel_scope(task_ref)
+        after = executor.in_a_cancel_scope(task_ref)
         return [before, inside, after]
 
     assert asyncio.run(main()) == [False, True, False]
 
 
-async def cleanup_scope_beside_anyios() -> tuple[bool, float, bool, bool]:
+def test_the_running_task_is_asyncios_current_task(executor: ModuleType) -> None:
+    async def main() -> bool:
+        return executor.running_task() is asyncio.current_task()
+
+    assert asyncio.run(main()) is True
+
+
+def test_the_running_task_is_asked_for_outside_a_running_loop(executor: ModuleType) -> None:
+    with pytest.raises(RuntimeError):
+        executor.running_task()
+
+
+async def cleanup_scope_beside_anyios(executor: ModuleType) -> tuple[bool, float, bool, bool]:
     """The route's cleanup scope, entered inside another scope, beside what anyio's backend
     for the running library makes: the same class, its deadline and shield, and whether
     its checkpoint is anyio's."""
     backend = anyio._core._eventloop.get_async_backend()
-    with anyio.CancelScope(), entered_cleanup_scope() as (scope, checkpoint, _):
+    with anyio.CancelScope(), entered_cleanup_scope(executor) as (scope, checkpoint, _):
         assert scope is not None
         same_class = type(scope) is type(backend.create_cancel_scope())
         anyios_checkpoint = checkpoint == backend.checkpoint_if_cancelled
         return same_class, scope.deadline, scope.shield, anyios_checkpoint
 
 
-def test_the_left_out_cleanup_scope_comes_with_anyios_checkpoint() -> None:
+def test_the_left_out_cleanup_scope_comes_with_anyios_checkpoint(executor: ModuleType) -> None:
     async def main() -> bool:
         backend = anyio._core._eventloop.get_async_backend()
-        with entered_cleanup_scope() as (scope, checkpoint, _):
+        with entered_cleanup_scope(executor) as (scope, checkpoint, _):
             return scope is None and checkpoint == backend.checkpoint_if_cancelled
 
     assert asyncio.run(main()) is True
 
 
-def test_the_cleanup_scope_is_the_scope_anyio_makes_on_asyncio() -> None:
-    assert asyncio.run(cleanup_scope_beside_anyios()) == (True, math.inf, False, True)
+def test_the_cleanup_scope_is_the_scope_anyio_makes_on_asyncio(executor: ModuleType) -> None:
+    assert asyncio.run(cleanup_scope_beside_anyios(executor)) == (True, math.inf, False, True)
 
 
 def test_the_cleanup_scope_comes_from_anyios_backend_where_anyio_is_laid_out_otherwise(
-    monkeypatch: pytest.MonkeyPatch,
+    executor: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # As where anyio does not say how it finds the library, or its asyncio scope differs.
-    monkeypatch.setattr(_compat, "_TAKES_ASYNCIO_SCOPE", False)
-    assert asyncio.run(cleanup_scope_beside_anyios()) == (True, math.inf, False, True)
+    monkeypatch.setattr(executor, "takes_asyncio_scope", False)
+    assert asyncio.run(cleanup_scope_beside_anyios(executor)) == (True, math.inf, False, True)
 
 
-def as_without_sniffio(monkeypatch: pytest.MonkeyPatch) -> None:
+def as_without_sniffio(executor: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     """As anyio runs where sniffio is missing: asyncio while its loop runs."""
-    monkeypatch.setattr(_compat, "_anyio_sniffio", None)
-    monkeypatch.setattr(_compat, "_sniffio_thread_local", None)
-    monkeypatch.setattr(_compat, "_sniffio_cvar", None)
+    monkeypatch.setattr(executor, "sniffio_thread_local", None)
+    monkeypatch.setattr(executor, "sniffio_cvar", None)
 
 
 def test_the_cleanup_scope_is_the_scope_anyio_makes_on_asyncio_without_sniffio(
-    monkeypatch: pytest.MonkeyPatch,
+    executor: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    as_without_sniffio(monkeypatch)
-    assert asyncio.run(cleanup_scope_beside_anyios()) == (True, math.inf, False, True)
+    as_without_sniffio(executor, monkeypatch)
+    assert asyncio.run(cleanup_scope_beside_anyios(executor)) == (True, math.inf, False, True)
 
 
 def test_the_cleanup_scope_of_a_plain_task_is_left_out_without_sniffio(
-    monkeypatch: pytest.MonkeyPatch,
+    executor: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    as_without_sniffio(monkeypatch)
-    assert asyncio.run(cleanup_scope_is_left_out()) is True
+    as_without_sniffio(executor, monkeypatch)
+    assert asyncio.run(cleanup_scope_is_left_out(executor)) is True
 
 
 def test_the_cleanup_scope_of_a_plain_task_is_left_out_with_a_sniffio_before_1_3(
-    monkeypatch: pytest.MonkeyPatch,
+    executor: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """sniffio before 1.3 has no name for the thread, only the context's."""
-    monkeypatch.setattr(_compat, "_sniffio_thread_local", None)
-    assert asyncio.run(cleanup_scope_is_left_out()) is True
+    monkeypatch.setattr(executor, "sniffio_thread_local", None)
+    assert asyncio.run(cleanup_scope_is_left_out(executor)) is True
 
 
 def test_sniffios_name_for_the_thread_comes_before_the_contexts(
-    monkeypatch: pytest.MonkeyPatch,
+    executor: ModuleType, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A thread named for another library while the context says asyncio: anyio takes that
     library's backend (here a stand-in), and the route enters that backend's scope."""
@@ -1129,4 +1179,4 @@ def test_sniffios_name_for_the_thread_comes_before_the_contexts(
     if not hasattr(sniffio, "thread_local"):
         pytest.skip("sniffio before 1.3 has no name for the thread")
     monkeypatch.setattr(sniffio.thread_local, "name", "trio")
-    assert left_out_with_the_context_named(sniffio, "asyncio", monkeypatch) is False
+    assert left_out_with_the_context_named(executor, sniffio, "asyncio", monkeypatch) is False

@@ -16,21 +16,20 @@ request path read its route-shaped attributes (`original_route`, `path_format`,
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import inspect
 import os
 import sys
-from asyncio import current_task
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager, AsyncExitStack
 from functools import cache, partial
-from types import ModuleType
+from types import BuiltinFunctionType, ModuleType
 from typing import Annotated, Any, get_args, get_origin
-from weakref import WeakKeyDictionary, ref
+from weakref import WeakKeyDictionary
 
 import anyio._core._eventloop as _anyio_eventloop
 from anyio import CancelScope
-from anyio.lowlevel import checkpoint_if_cancelled
 from fastapi import Body, Header, Query, params
 from fastapi import concurrency as _fastapi_concurrency
 from fastapi import routing as _routing
@@ -873,7 +872,7 @@ def rebuild_dependant(sub: Any, call: Any) -> Any:
 SHIELDS_ASYNC_TEARDOWN = hasattr(_fastapi_concurrency, "_asynccontextmanager_with_shielded_exit")
 _CLEANUP_SCOPES_KEY = "fastapi_async_cleanup_scopes"
 # anyio 4: the running library's backend, behind anyio's module-level calls.
-_get_async_backend: Callable[[], Any] | None = getattr(_anyio_eventloop, "get_async_backend", None)
+get_async_backend: Callable[[], Any] | None = getattr(_anyio_eventloop, "get_async_backend", None)
 
 # The async generator functions behind FastAPI's generator wrappers, which the dependency
 # executor's `Teardown` drives as `asynccontextmanager` would: a sync generator's context
@@ -893,99 +892,55 @@ concurrency_limit_generator: Callable[..., Any] | None = getattr(
 
 # anyio's cancel scope on asyncio, and its record of each task's current scope (weak keys
 # to task states), which tell whether FastAPI's cleanup scope would be its task's outermost
-# (`enter_cleanup_scope`); None where anyio lays them out otherwise, and the route then
-# enters the scope as FastAPI does.
-_AsyncioCancelScope: type | None
-_asyncio_checkpoint_if_cancelled: Callable[[], Awaitable[None]] | None
-_task_state_records: dict[Any, Any] | None
+# (`_dependencies.executor.enter_cleanup_scope`, which reads these names per request);
+# None where anyio lays them out otherwise, and the route then enters the scope as FastAPI
+# does.
+asyncio_cancel_scope: type | None
+asyncio_checkpoint_if_cancelled: Callable[[], Awaitable[None]] | None
+task_state_records: dict[Any, Any] | None
 try:
     from anyio._backends import _asyncio as _anyio_asyncio
 except ImportError:  # pragma: no cover - anyio without its asyncio backend module
-    _AsyncioCancelScope = _asyncio_checkpoint_if_cancelled = _task_state_records = None
+    asyncio_cancel_scope = asyncio_checkpoint_if_cancelled = task_state_records = None
 else:
-    _AsyncioCancelScope = getattr(_anyio_asyncio, "CancelScope", None)
-    _asyncio_checkpoint_if_cancelled = getattr(
+    asyncio_cancel_scope = getattr(_anyio_asyncio, "CancelScope", None)
+    asyncio_checkpoint_if_cancelled = getattr(
         getattr(_anyio_asyncio, "backend_class", None), "checkpoint_if_cancelled", None
     )
     _task_states = getattr(_anyio_asyncio, "_task_states", None)
     _task_state_slots = getattr(getattr(_anyio_asyncio, "TaskState", None), "__slots__", ())
     # The weak dictionary's own dict of weak references, read as its `get` reads it.
-    _task_state_records = (
+    task_state_records = (
         getattr(_task_states, "data", None)
         if isinstance(_task_states, WeakKeyDictionary) and "cancel_scope" in _task_state_slots
         else None
     )
 
 # How anyio 4's `get_async_backend()` names the running library: sniffio's answer where
-# sniffio is installed, else asyncio while an asyncio loop runs (`enter_cleanup_scope`
-# asks the same directly). `_UNKNOWN` where anyio does not say, and then anyio is asked.
+# sniffio is installed, else asyncio while an asyncio loop runs (the executor's
+# `enter_cleanup_scope` asks the same directly). `_UNKNOWN` where anyio does not say, and
+# then anyio is asked.
 _UNKNOWN = object()
 _anyio_sniffio: Any = getattr(_anyio_eventloop, "sniffio", _UNKNOWN)
 # The names sniffio answers before it looks for asyncio: one set for the thread (sniffio
 # 1.3 on), then one set for the context; None where this sniffio has no such name.
-_sniffio_thread_local: Any = getattr(_anyio_sniffio, "thread_local", None)
-_sniffio_cvar: Any = getattr(_anyio_sniffio, "current_async_library_cvar", None)
-_TAKES_ASYNCIO_SCOPE = (
-    _AsyncioCancelScope is not None
-    and _asyncio_checkpoint_if_cancelled is not None
-    and _task_state_records is not None
+sniffio_thread_local: Any = getattr(_anyio_sniffio, "thread_local", None)
+sniffio_cvar: Any = getattr(_anyio_sniffio, "current_async_library_cvar", None)
+takes_asyncio_scope = (
+    asyncio_cancel_scope is not None
+    and asyncio_checkpoint_if_cancelled is not None
+    and task_state_records is not None
     and _anyio_sniffio is not _UNKNOWN
 )
 
 
-def enter_cleanup_scope() -> tuple[CancelScope | None, Callable[[], Awaitable[None]], Any]:
-    """FastAPI 0.165's cleanup scope, entered in the running task as `anyio.CancelScope()`
-    makes it, and `checkpoint_if_cancelled` as `anyio.lowlevel` gives it; or, where the
-    scope would be its task's outermost, no scope (None) and the running asyncio task
-    (else None), for `in_a_cancel_scope`.
-
-    The scope would be outermost in an asyncio task inside no anyio cancel scope: the
-    request's task of an ASGI server, outside any task group. No cancellation can come from
-    outside it there, so its shield keeps nothing out, and the route leaves it out with
-    its anyio bookkeeping (on a GET with two dependencies, about 18,000 instructions fewer
-    a request, this question included). One thing differs from
-    FastAPI 0.165 then, as it did before 0.165: a task the request starts with
-    `TaskGroup.start()` in a task group of the application's belongs to that group's
-    scope until it reports started, rather than to the request's (see the README).
-
-    anyio looks the running library's backend up again for each of the two, and makes the
-    scope through keyword arguments equal to the class's defaults. On asyncio the library
-    is named as anyio names it, and the scope's class and the checkpoint are taken
-    directly."""
-    scope: CancelScope
-    checkpoint: Callable[[], Awaitable[None]]
-    task = None
-    if _TAKES_ASYNCIO_SCOPE:
-        # sniffio's order, then asyncio while an asyncio task runs (without sniffio, anyio
-        # takes asyncio while its loop runs, and no name is set).
-        library = None if _sniffio_thread_local is None else _sniffio_thread_local.name
-        if library is None and _sniffio_cvar is not None:
-            library = _sniffio_cvar.get()
-        if library is None or library == "asyncio":
-            try:
-                task = current_task()
-            except RuntimeError:
-                task = None
-    if task is not None:
-        checkpoint = _asyncio_checkpoint_if_cancelled  # type: ignore[assignment]
-        if not in_a_cancel_scope(task):
-            return None, checkpoint, task
-        scope = _AsyncioCancelScope()  # type: ignore[misc]
-    elif _get_async_backend is None:
-        scope, checkpoint = CancelScope(), checkpoint_if_cancelled
-    else:
-        backend = _get_async_backend()
-        scope, checkpoint = backend.create_cancel_scope(), backend.checkpoint_if_cancelled
-    scope.__enter__()
-    return scope, checkpoint, None
-
-
-def in_a_cancel_scope(task: Any) -> bool:
-    """Whether the asyncio `task` is inside an anyio cancel scope: where it is not,
-    `checkpoint_if_cancelled()` returns without a checkpoint, as it starts from the task's
-    current scope."""
-    state = _task_state_records.get(ref(task))  # type: ignore[union-attr]
-    return state is not None and state.cancel_scope is not None
+# asyncio's record of the task running on each loop, read as its `current_task` reads it,
+# where that function is Python (3.11: a frame per call); None where it is C (3.12 on).
+running_tasks: dict[Any, Any] | None = (
+    None
+    if isinstance(asyncio.current_task, BuiltinFunctionType)
+    else getattr(asyncio.tasks, "_current_tasks", None)
+)
 
 
 def stack_cleanup_scope(scope: Scope) -> CancelScope:

@@ -1,4 +1,6 @@
 # cython: language_level=3
+cimport cython
+
 # C declarations for `_dependencies.executor`, the compiled build of `executor_py.py`: the
 # per-request state, the plan's steps as the request path reads them, a generator
 # dependency's teardown and the route's app become C structs, and the argument builder and
@@ -60,12 +62,22 @@ cdef class Program:
 cpdef dict arguments(Op step, list values, list errors, RequestState state)
 
 
+cpdef object running_task()
+cpdef tuple enter_cleanup_scope()
+
+
+@cython.locals(records=dict)
+cpdef bint in_a_cancel_scope(object task_ref)
+
+
 cdef class Teardown:
     cdef public object gen
     cdef public object cleanup
     cdef public object checkpoint
     cdef public object task
     cdef public bint was_shielded
+
+    cpdef object first(self)
 
 
 cpdef Teardown prepare_generator(Op step, dict kwargs, RequestState state, bint on_stacks)

@@ -24,8 +24,10 @@ FastAPI's own handler for the route (`delegated`).
 from __future__ import annotations
 
 import sys
+from asyncio import current_task, get_running_loop
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
+from weakref import ref
 
 from anyio import CancelScope
 from anyio.lowlevel import checkpoint_if_cancelled
@@ -40,13 +42,19 @@ from .._compat import (
     FUNCTION_STACK_KEY,
     REQUEST_STACK_KEY,
     SHIELDS_ASYNC_TEARDOWN,
+    asyncio_cancel_scope,
+    asyncio_checkpoint_if_cancelled,
     cache_request_body,
     concurrency_limit_generator,
-    enter_cleanup_scope,
-    in_a_cancel_scope,
+    get_async_backend,
     read_form,
     run_in_exit_stacks,
+    running_tasks,
+    sniffio_cvar,
+    sniffio_thread_local,
     stack_cleanup_scope,
+    takes_asyncio_scope,
+    task_state_records,
     threadpool_generator,
     validate_body,
     validate_form,
@@ -66,7 +74,7 @@ from .._shared import (
     ClientDisconnect,
     RequestValidationError,
 )
-from .teardown import run_with_teardowns, stop_refused
+from .teardown import close_after, raise_again, returned, run_with_teardowns, stop_refused, unwind
 
 if TYPE_CHECKING:
     from .._endpoint.plan import RoutePlan
@@ -116,13 +124,13 @@ class RequestState:
         # Teardowns of generators set up without FastAPI's stacks, on the
         # request's scope (with the cleanup scope FastAPI 0.165 enters before the first
         # async generator) and on the function's, and that cleanup scope (None where it
-        # is left out: `_compat.enter_cleanup_scope`).
+        # is left out: `enter_cleanup_scope`).
         self.exits: list[Teardown | CancelScope] | None = None
         self.function_exits: list[Teardown | CancelScope] | None = None
         self.cleanup: CancelScope | None = None
         # The running library's `checkpoint_if_cancelled`, set when the cleanup scope is
-        # entered or left out (at the first async generator), and the request's task
-        # where it is left out.
+        # entered or left out (at the first async generator), and a weak reference to the
+        # request's task where it is left out.
         self.checkpoint: Callable[[], Awaitable[None]] | None = None
         self.task: Any = None
 
@@ -172,6 +180,75 @@ class RequestState:
         return None
 
 
+def running_task() -> Any:
+    """asyncio's running task, as `asyncio.current_task()` finds it (RuntimeError outside
+    a running loop)."""
+    tasks = running_tasks
+    if tasks is None:
+        return current_task()
+    return tasks.get(get_running_loop())
+
+
+def enter_cleanup_scope() -> tuple[CancelScope | None, Callable[[], Awaitable[None]], Any]:
+    """FastAPI 0.165's cleanup scope, entered in the running task as `anyio.CancelScope()`
+    makes it, and `checkpoint_if_cancelled` as `anyio.lowlevel` gives it; or, where the
+    scope would be its task's outermost, no scope (None) and a weak reference to the
+    running asyncio task (else None), for `in_a_cancel_scope`.
+
+    The scope would be outermost in an asyncio task inside no anyio cancel scope: the
+    request's task of an ASGI server, outside any task group. No cancellation can come from
+    outside it there, so its shield keeps nothing out, and the route leaves it out with
+    its anyio bookkeeping. One thing differs from FastAPI 0.165 then, as it did before
+    0.165: a task the request starts with `TaskGroup.start()` in a task group of the
+    application's belongs to that group's scope until it reports started, rather than to
+    the request's (see the README).
+
+    anyio looks the running library's backend up again for each of the two, and makes the
+    scope through keyword arguments equal to the class's defaults. On asyncio the library
+    is named as anyio names it, and the scope's class and the checkpoint are taken
+    directly (anyio's names, found by `_compat`)."""
+    scope: CancelScope
+    checkpoint: Callable[[], Awaitable[None]]
+    task = None
+    if takes_asyncio_scope:
+        # sniffio's order, then asyncio while an asyncio task runs (without sniffio, anyio
+        # takes asyncio while its loop runs, and no name is set).
+        library = None if sniffio_thread_local is None else sniffio_thread_local.name
+        if library is None and sniffio_cvar is not None:
+            library = sniffio_cvar.get()
+        if library is None or library == "asyncio":
+            try:
+                task = running_task()
+            except RuntimeError:
+                task = None
+    if task is not None:
+        checkpoint = asyncio_checkpoint_if_cancelled  # type: ignore[assignment]
+        task_ref = ref(task)
+        if not in_a_cancel_scope(task_ref):
+            return None, checkpoint, task_ref
+        scope = asyncio_cancel_scope()  # type: ignore[misc]
+    elif get_async_backend is None:
+        scope, checkpoint = CancelScope(), checkpoint_if_cancelled
+    else:
+        backend = get_async_backend()
+        scope, checkpoint = backend.create_cancel_scope(), backend.checkpoint_if_cancelled
+    scope.__enter__()
+    return scope, checkpoint, None
+
+
+def in_a_cancel_scope(task_ref: Any) -> bool:
+    """Whether the asyncio task `task_ref` refers to (weakly, as anyio's record of task
+    states is keyed) is inside an anyio cancel scope: where it is not,
+    `checkpoint_if_cancelled()` returns without a checkpoint, as it starts from the task's
+    current scope."""
+    records = task_state_records
+    state = records.get(task_ref)  # type: ignore[union-attr]
+    return state is not None and state.cancel_scope is not None
+
+
+# contextlib's error for a generator dependency that ends before its yield.
+NO_YIELD = "generator didn't yield"
+
 # 3.12 deprecated athrow's (type, value, traceback) form; contextlib uses the one it has.
 _ATHROW_VALUE_ONLY = sys.version_info >= (3, 12)
 
@@ -181,7 +258,7 @@ class Teardown:
     `asynccontextmanager` enters it, on 0.165 with the shielded exit around its exit (the
     request's cleanup scope shielded during the teardown, its shield restored, then a
     pending cancellation delivered when no exception leaves the teardown). Where the
-    cleanup scope is left out (`_compat.enter_cleanup_scope`: it would be its task's
+    cleanup scope is left out (`enter_cleanup_scope`: it would be its task's
     outermost scope), there is no shield to set, and the checkpoint is skipped while the
     request's task is inside no cancel scope, where it would return at once. A sync
     generator or a concurrency limit is FastAPI's own wrapper generator, entered the same
@@ -203,46 +280,59 @@ class Teardown:
         self.cleanup = cleanup  # the request's cleanup scope (shielded exit), or None
         # `checkpoint_if_cancelled` after a shielded exit; None: no shielded exit.
         self.checkpoint = checkpoint
-        self.task = task  # the request's task, where the cleanup scope is left out
+        self.task = task  # a weak reference to the request's task, where it is left out
         self.was_shielded = False  # its shield when the generator was set up
 
-    async def __aenter__(self) -> Any:
+    def first(self) -> Awaitable[Any]:
+        """The generator's first step, to await (its `StopAsyncIteration` is contextlib's
+        "generator didn't yield"); the cleanup scope's shield is noted first."""
         cleanup = self.cleanup
         if cleanup is not None:
             self.was_shielded = cleanup.shield
+        return self.gen.__anext__()  # type: ignore[no-any-return]
+
+    async def __aenter__(self) -> Any:
         try:
-            return await anext(self.gen)
+            return await self.first()
         except StopAsyncIteration:
-            raise RuntimeError("generator didn't yield") from None
+            raise RuntimeError(NO_YIELD) from None
 
     async def __aexit__(self, typ: Any, exc: Any, tb: Any) -> bool:
+        """`_AsyncGeneratorContextManager.__aexit__`, inside 0.165's shielded exit where
+        there is one. Without an exception the generator is resumed here rather than in
+        `throw`: one coroutine less on every request."""
         checkpoint = self.checkpoint
-        if checkpoint is None:
-            return await self.close(typ, exc, tb)
-        cleanup = self.cleanup
-        if cleanup is None:  # left out (see the class docstring)
-            suppressed = await self.close(typ, exc, tb)
-            if (typ is None or suppressed) and in_a_cancel_scope(self.task):
-                await checkpoint()
-            return suppressed
-        cleanup.shield = True
+        cleanup = self.cleanup if checkpoint is not None else None
+        if cleanup is not None:
+            cleanup.shield = True
         try:
-            suppressed = await self.close(typ, exc, tb)
+            if typ is None:
+                suppressed = stopped = False
+                try:
+                    await self.gen.__anext__()
+                except StopAsyncIteration:
+                    stopped = True
+                if not stopped:
+                    await stop_refused(self.gen, "generator didn't stop")
+            else:
+                suppressed = await self.throw(typ, exc, tb)
         finally:
-            cleanup.shield = self.was_shielded
-        if typ is None or suppressed:
+            if cleanup is not None:
+                cleanup.shield = self.was_shielded
+        # The checkpoint of the shielded exit; where the cleanup scope is left out, only
+        # while the task is inside a cancel scope (else it would return at once).
+        if (
+            checkpoint is not None
+            and (typ is None or suppressed)
+            and (cleanup is not None or in_a_cancel_scope(self.task))
+        ):
             await checkpoint()
         return suppressed
 
-    async def close(self, typ: Any, exc: Any, tb: Any) -> bool:
-        """What `_AsyncGeneratorContextManager.__aexit__` does with the generator."""
+    async def throw(self, typ: Any, exc: Any, tb: Any) -> bool:
+        """What `_AsyncGeneratorContextManager.__aexit__` does with the generator when an
+        exception is in flight."""
         gen = self.gen
-        if typ is None:
-            try:
-                await anext(gen)
-            except StopAsyncIteration:
-                return False
-            await stop_refused(gen, "generator didn't stop")
         if exc is None:
             exc = typ()  # so that the exception coming back can be told apart
         try:
@@ -277,7 +367,7 @@ def prepare_generator(
     cleanup scope is entered before the first async generator, so that it encloses their
     scopes; where FastAPI's stacks are not used, it is closed where FastAPI's request
     stack closes it (it goes into `state.exits` first), or left out where it would be its
-    task's outermost scope (`_compat.enter_cleanup_scope`)."""
+    task's outermost scope (`enter_cleanup_scope`)."""
     if step.kind == DEP_SYNC_GENERATOR:
         assert threadpool_generator is not None  # else `_dependencies.plan` refuses the step
         teardown = Teardown(threadpool_generator(step.call(**kwargs)))
@@ -591,7 +681,7 @@ class DependencyRoute:
             if program.uses_stacks:
                 await self.run_in_stacks(program, state)
             elif program.teardowns:
-                await run_with_teardowns(state, self.solve, program, state)
+                await self.run_with_exits(program, state)
             else:
                 response = await self.solve(program, state)
                 await response(scope, receive, state.track)
@@ -620,6 +710,35 @@ class DependencyRoute:
             state.scope, state.receive, state.track, self.solve, program, state
         )
 
+    async def run_with_exits(self, program: Program, state: RequestState) -> None:
+        """`teardown.run_with_teardowns` over the steps, run here while nothing raises and
+        no function-scope generator was set up; that frame takes over from the first
+        exception (see `_dependencies.teardown`)."""
+        failure: BaseException | None = None
+        try:
+            response = await self.solve(program, state)
+        except BaseException as exc:
+            failure = exc
+        if failure is not None:
+            if state.function_exits is None:
+                await close_after(state, failure)
+            await run_with_teardowns(state, raise_again, failure)
+            return
+        if state.function_exits is not None:
+            await run_with_teardowns(state, returned, response)
+            return
+        try:
+            await response(state.scope, state.receive, state.track)
+        except BaseException as exc:
+            failure = exc
+        if failure is not None:
+            await close_after(state, failure)
+        exits = state.exits
+        if exits is not None:
+            raised = await state.close_exits(exits)
+            if raised is not None:
+                await unwind(exits, None, raised)
+
     async def solve(self, program: Program, state: RequestState) -> Response:
         """The steps, then the endpoint: its response, or the RequestValidationError."""
         ops: list[Op] = program.ops
@@ -647,7 +766,11 @@ class DependencyRoute:
             kind = step.kind
             if kind in (DEP_ASYNC_GENERATOR, DEP_SYNC_GENERATOR):
                 teardown = prepare_generator(step, kwargs, state, program.uses_stacks)
-                result = await teardown.__aenter__()
+                # `__aenter__` without its coroutine.
+                try:
+                    result = await teardown.first()
+                except StopAsyncIteration:
+                    raise RuntimeError(NO_YIELD) from None
                 keep_teardown(teardown, step, state, program.uses_stacks)
             elif step.concurrency is not None:
                 result = await call_step(step, kwargs)

@@ -16,7 +16,12 @@ lists of the request's state; it also closes those lists while no exit raises
 or `finally` clause, and what they await there that reads the exception being handled:
 
 - `run_with_teardowns` is `request_response`'s frame around the teardowns: the lists
-  closed by the executor after success, by `unwind` inside its `except` clauses.
+  closed by the executor after success, by `unwind` inside its `except` clauses. The
+  executor runs the same steps itself while nothing raises and no function-scope
+  generator is set up (`DependencyRoute.run_with_exits`), and hands the rest of the
+  frame to this module from the first exception on: to `run_with_teardowns` given the
+  exception or the response (`raise_again`, `returned`), or to `close_after`, its outer
+  `except` clause.
 - `unwind` is `AsyncExitStack.__aexit__` over such exits and the cleanup scope (LIFO, an
   exception one raises passed to the next with its context fixed the same way,
   suppression), taking over from `close_exits` at the first exit that raises.
@@ -148,3 +153,29 @@ async def run_with_teardowns(
                 await unwind(exits, None, raised)
     if not response_awaited:
         raise response_not_awaited()
+
+
+async def raise_again(exc: BaseException) -> NoReturn:
+    """`exc` raised again, as the `solve` of `run_with_teardowns` for a request whose steps
+    already raised it."""
+    raise exc
+
+
+async def returned(response: Response) -> Response:
+    """`response`, as the `solve` of `run_with_teardowns` for a request whose steps already
+    made it."""
+    return response
+
+
+async def close_after(state: Any, exc: BaseException) -> NoReturn:
+    """`run_with_teardowns`' outer `except` clause for `exc`, raised by the steps (with no
+    function-scope exits to close first) or while the response was sent: the request
+    scope's exits closed with `exc` handled here, then `exc` raised on, or FastAPI's error
+    for a response never sent where an exit swallowed it."""
+    try:
+        raise exc
+    except BaseException:
+        exits = state.exits
+        if exits is None or not await unwind(exits, exc):
+            raise
+    raise response_not_awaited()
