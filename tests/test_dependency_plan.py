@@ -705,6 +705,200 @@ def test_override_fastapi_must_solve_goes_to_fastapi_for_that_request(
     assert len(solved) == 2  # ours delegated, and the reference
 
 
+# -- overrides changed while a request runs ---------------------------------------------------
+# FastAPI looks each dependency's override up when its solving reaches it, so an override a
+# dependency installs or removes applies to the dependencies solved after it.
+
+
+async def original() -> str:
+    EVENTS.append("original")
+    return "original"
+
+
+async def replacement() -> str:
+    EVENTS.append("replacement")
+    return "replacement"
+
+
+async def second_replacement() -> str:
+    EVENTS.append("second replacement")
+    return "second replacement"
+
+
+async def wraps_original(inner: Annotated[str, Depends(original)]) -> str:
+    return f"outer({inner})"
+
+
+def apps_changing_overrides(
+    twin: Twin, build: Callable[[APIRouter, FastAPI], None]
+) -> list[tuple[int, bytes, list[Any]]]:
+    """One GET of "/" on a MsgspecRouter of `twin` and on an APIRouter, each in an app of
+    its own that `build` defines the route for (its dependencies may change that app's
+    overrides): (status, body, events) of each, ours first."""
+    results = []
+    for router in (MsgspecRouter(route_class=twin.route_class), APIRouter()):
+        app = FastAPI()
+        build(router, app)
+        app.include_router(router)
+        if isinstance(router, MsgspecRouter):
+            assert {route.tier for route in router.routes} == {"direct"}  # type: ignore[attr-defined]
+        EVENTS.clear()
+        response = TestClient(app).get("/")
+        results.append((response.status_code, response.content, list(EVENTS)))
+    return results
+
+
+def test_an_override_an_earlier_dependency_installs_applies_to_a_later_one(twin: Twin) -> None:
+    def build(router: APIRouter, app: FastAPI) -> None:
+        async def configure() -> None:
+            app.dependency_overrides[original] = replacement
+
+        @router.get("/")
+        async def endpoint(_: None = Depends(configure), value: str = Depends(original)) -> str:
+            return value
+
+    ours, theirs = apps_changing_overrides(twin, build)
+    assert ours == theirs == (200, b'"replacement"', ["replacement"])
+
+
+def test_an_override_installed_after_a_dependency_ran_leaves_its_next_use_to_the_cache(
+    twin: Twin,
+) -> None:
+    """The second use resolves to the replacement, but FastAPI's cache is keyed by the
+    dependency as declared, so it takes the first use's value and calls nothing."""
+
+    def build(router: APIRouter, app: FastAPI) -> None:
+        async def configure(_: Annotated[str, Depends(original)]) -> None:
+            app.dependency_overrides[original] = replacement
+
+        @router.get("/")
+        async def endpoint(_: None = Depends(configure), value: str = Depends(original)) -> str:
+            return value
+
+    ours, theirs = apps_changing_overrides(twin, build)
+    assert ours == theirs == (200, b'"original"', ["original"])
+
+
+def test_an_override_removed_by_a_dependency_stops_applying_to_later_ones(twin: Twin) -> None:
+    def build(router: APIRouter, app: FastAPI) -> None:
+        app.dependency_overrides[original] = replacement
+
+        async def configure() -> None:
+            app.dependency_overrides.clear()
+
+        @router.get("/")
+        async def endpoint(_: None = Depends(configure), value: str = Depends(original)) -> str:
+            return value
+
+    ours, theirs = apps_changing_overrides(twin, build)
+    assert ours == theirs == (200, b'"original"', ["original"])
+
+
+def test_an_override_replaced_by_a_dependency_applies_its_new_value(twin: Twin) -> None:
+    def build(router: APIRouter, app: FastAPI) -> None:
+        app.dependency_overrides[original] = replacement
+
+        async def configure() -> None:
+            app.dependency_overrides[original] = second_replacement
+
+        @router.get("/")
+        async def endpoint(_: None = Depends(configure), value: str = Depends(original)) -> str:
+            return value
+
+    ours, theirs = apps_changing_overrides(twin, build)
+    assert ours == theirs == (200, b'"second replacement"', ["second replacement"])
+
+
+def test_an_override_installed_for_a_nested_dependency_applies_inside_a_later_one(
+    twin: Twin,
+) -> None:
+    def build(router: APIRouter, app: FastAPI) -> None:
+        async def configure() -> None:
+            app.dependency_overrides[original] = replacement
+
+        @router.get("/")
+        async def endpoint(
+            _: None = Depends(configure), value: str = Depends(wraps_original)
+        ) -> str:
+            return value
+
+    ours, theirs = apps_changing_overrides(twin, build)
+    assert ours == theirs == (200, b'"outer(replacement)"', ["replacement"])
+
+
+def test_an_override_installed_inside_a_dependencys_subtree_applies_to_its_later_part(
+    twin: Twin,
+) -> None:
+    """The outer dependency was looked up before the change; its second sub-dependency
+    is looked up after it."""
+
+    def build(router: APIRouter, app: FastAPI) -> None:
+        async def configure() -> None:
+            app.dependency_overrides[original] = replacement
+
+        async def around(_: None = Depends(configure), value: str = Depends(original)) -> str:
+            return f"around({value})"
+
+        @router.get("/")
+        async def endpoint(value: str = Depends(around)) -> str:
+            return value
+
+    ours, theirs = apps_changing_overrides(twin, build)
+    assert ours == theirs == (200, b'"around(replacement)"', ["replacement"])
+
+
+async def generated() -> AsyncIterator[str]:
+    EVENTS.append("generator set up")
+    yield "generated"
+    EVENTS.append("generator closed")
+
+
+def test_a_generator_override_installed_mid_request_waits_for_the_next_request(
+    twin: Twin,
+) -> None:
+    """The one change the direct tier does not follow within the request (a listed
+    difference): a generator where the request's plan set up no teardowns."""
+
+    def build(router: APIRouter, app: FastAPI) -> None:
+        async def configure() -> None:
+            app.dependency_overrides[original] = generated
+
+        @router.get("/")
+        async def endpoint(_: None = Depends(configure), value: str = Depends(original)) -> str:
+            return value
+
+    ours, theirs = apps_changing_overrides(twin, build)
+    assert theirs == (200, b'"generated"', ["generator set up", "generator closed"])
+    assert ours == (200, b'"original"', ["original"])
+
+
+def test_unchanged_overrides_keep_the_plan_chosen_when_the_request_started(
+    twin: Twin, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    builds: list[Any] = []
+    real_build = router_module.build_plan
+
+    def counted_build(root: Any, spec: Any, overrides: Any, *args: Any, **kwargs: Any) -> Any:
+        builds.append(kwargs.get("answers"))
+        return real_build(root, spec, overrides, *args, **kwargs)
+
+    monkeypatch.setattr(router_module, "build_plan", counted_build)
+
+    def build(router: APIRouter, app: FastAPI) -> None:
+        app.dependency_overrides[original] = replacement
+
+        async def configure() -> None:
+            app.dependency_overrides[original] = replacement  # the same again
+
+        @router.get("/")
+        async def endpoint(_: None = Depends(configure), value: str = Depends(original)) -> str:
+            return value
+
+    ours, theirs = apps_changing_overrides(twin, build)
+    assert ours == theirs == (200, b'"replacement"', ["replacement"])
+    assert all(not answers for answers in builds)  # no plan built for a change
+
+
 # -- bodies -----------------------------------------------------------------------------------
 
 

@@ -31,7 +31,7 @@ from starlette.responses import Response
 
 from . import _compat, _select
 from ._dependencies.errors import ErrorOrder
-from ._dependencies.plan import BodyParts, FastAPIBody, build_plan
+from ._dependencies.plan import Answer, BodyParts, FastAPIBody, build_plan
 from ._dependencies.tree import (
     StandInOverridesProvider,
     has_stand_ins,
@@ -589,7 +589,7 @@ class MsgspecRoute(APIRoute):
         root = target.dependant
         twin = self.twin
 
-        def build(overrides: Any) -> Any:
+        def build(overrides: Any, answers: tuple[Answer, ...] = ()) -> Any:
             return build_plan(
                 root,
                 spec,
@@ -597,6 +597,7 @@ class MsgspecRoute(APIRoute):
                 twin.RouteRuntime,
                 fastapi_body=fastapi_body,
                 on_failure=on_failure,
+                answers=answers,
             )
 
         dependency_plan, _ = build(None)

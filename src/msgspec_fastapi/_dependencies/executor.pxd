@@ -49,6 +49,10 @@ cdef class Op:
     cdef public list fields
     cdef public bint embeds
     cdef public bint form_fields
+    cdef public Py_ssize_t lookup
+    cdef public object looked_up
+    cdef public object resolved
+    cdef public bint overridden
 
 
 cdef class Program:
@@ -57,9 +61,12 @@ cdef class Program:
     cdef public Py_ssize_t n_keys
     cdef public bint uses_stacks
     cdef public bint teardowns
+    cdef public bint overridden
+    cdef public tuple checks
 
 
 cpdef dict arguments(Op step, list values, list errors, RequestState state)
+cpdef bint lookups_hold(tuple checks, object current)
 
 
 cpdef object running_task()

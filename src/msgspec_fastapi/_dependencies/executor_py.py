@@ -431,8 +431,12 @@ class Op:
         "has_models",
         "key",
         "kind",
+        "looked_up",
+        "lookup",
+        "overridden",
         "params",
         "parts",
+        "resolved",
         "specials",
         "steps",
         "use_cache",
@@ -457,12 +461,21 @@ class Op:
         self.fields = step.fields
         self.embeds = step.embeds
         self.form_fields = step.form_fields
+        self.lookup = step.lookup
+        self.looked_up = step.looked_up
+        self.resolved = step.resolved
+        self.overridden = step.overridden
 
 
 class Program:
-    """A `DepPlan` as the request path runs it: its steps as `Op`s, made once per plan."""
+    """A `DepPlan` as the request path runs it: its steps as `Op`s, made once per plan.
 
-    __slots__ = ("endpoint", "n_keys", "ops", "teardowns", "uses_stacks")
+    `checks[i]`: the steps whose override lookups FastAPI makes once step i-1 has run
+    (their subtrees start at step i), which the request path checks against the overrides
+    then set; none before step 0, whose lookups chose this program. `overridden`: some
+    lookup was made with overrides set."""
+
+    __slots__ = ("checks", "endpoint", "n_keys", "ops", "overridden", "teardowns", "uses_stacks")
 
     def __init__(self, plan: DepPlan) -> None:
         self.ops = [Op(step) for step in plan.steps]
@@ -470,6 +483,26 @@ class Program:
         self.n_keys = plan.n_keys
         self.uses_stacks = plan.uses_stacks
         self.teardowns = plan.teardowns
+        self.overridden = any(op.overridden for op in self.ops)
+        checks: list[list[Op]] = [[] for _ in self.ops]
+        for op in self.ops:
+            if op.first > 0:
+                checks[op.first].append(op)
+        self.checks = tuple([tuple(found) for found in checks])
+
+
+def lookups_hold(checks: tuple[Any, ...], current: Any) -> bool:
+    """Whether FastAPI's lookups of `checks` under the overrides `current` give what their
+    plan was built with: the same callable, and overrides set or not alike."""
+    overridden = bool(current)
+    for op in checks:
+        try:
+            resolved = current.get(op.looked_up, op.looked_up) if overridden else op.looked_up
+        except TypeError:  # an unhashable callable: the plan was refused for it
+            return True
+        if resolved is not op.resolved or op.overridden != overridden:
+            return False
+    return True
 
 
 def arguments(
@@ -585,7 +618,7 @@ class DependencyRoute:
         runtime: Any,
         route_plan: RoutePlan,
         plan: DepPlan,
-        build: Callable[[Any], tuple[DepPlan | None, tuple[tuple[Any, Any], ...]]],
+        build: Callable[..., tuple[DepPlan | None, tuple[tuple[Any, Any], ...]]],
         provider: Any,
         delegated: Callable[[Scope, Receive, Send], Awaitable[None]],
         pydantic: bool = False,
@@ -739,6 +772,38 @@ class DependencyRoute:
             if raised is not None:
                 await unwind(exits, None, raised)
 
+    def follow(self, program: Program, boundary: int, current: Any) -> Program | None:
+        """The program of a request whose overrides changed while it ran, before step
+        `boundary`: the lookups made until then answered as they were, the later ones by
+        `current`, as FastAPI looks each dependency up when solving reaches it. None
+        where that plan cannot take over (it is refused, or it needs FastAPI's exit
+        stacks or teardowns the request was not started with): the request then goes on
+        with its plan."""
+        ops = program.ops
+        made = [op for op in ops if op.first < boundary]
+        answers: list[Any] = [None] * len(made)
+        for op in made:
+            if op.lookup >= len(made):
+                return None
+            answers[op.lookup] = (op.resolved, op.overridden)
+        try:
+            plan, _ = self.build(current, tuple(answers))
+        except Exception:  # whatever FastAPI makes of these overrides, it makes itself
+            return None
+        if plan is None:
+            return None
+        followed = Program(plan)
+        if followed.uses_stacks != program.uses_stacks:
+            return None
+        if followed.teardowns and not program.teardowns and not program.uses_stacks:
+            return None
+        if len(followed.ops) < boundary:
+            return None
+        for k in range(boundary):  # the steps run so far, alike in both
+            if followed.ops[k].key != ops[k].key or followed.ops[k].first != ops[k].first:
+                return None
+        return followed
+
     async def solve(self, program: Program, state: RequestState) -> Response:
         """The steps, then the endpoint: its response, or the RequestValidationError."""
         ops: list[Op] = program.ops
@@ -748,8 +813,24 @@ class DependencyRoute:
         cache: list[Any] = [MISSING] * program.n_keys
         errors: list[Any] = []
         scope = state.scope
+        provider = self.provider
         step: Op
-        for i in range(count):
+        i = -1
+        while i + 1 < count:
+            i += 1
+            checks = program.checks[i]
+            if checks and provider is not None:
+                # FastAPI looks these dependencies up now, under the overrides set now.
+                current = provider.dependency_overrides
+                if (current or program.overridden) and not lookups_hold(checks, current):
+                    followed = self.follow(program, i, current)
+                    if followed is not None:
+                        program = followed
+                        ops = program.ops
+                        values.extend([None] * (len(ops) - count))
+                        marks.extend([0] * (len(ops) - count))
+                        cache.extend([MISSING] * (program.n_keys - len(cache)))
+                        count = len(ops)
             step = ops[i]
             marks[i] = len(errors) + state.skipped
             kwargs = arguments(step, values, errors, state)

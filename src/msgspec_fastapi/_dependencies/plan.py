@@ -152,6 +152,19 @@ class Step:
     fields: list[Any]
     embeds: bool
     form_fields: bool
+    # Its override lookup, as FastAPI makes it when solving reaches the dependency (before
+    # its subtree, so at step `first`): its number in the order of the build's lookups
+    # (-1 for the endpoint, which has none), the callable looked up, what the lookup gave,
+    # and whether overrides were set then (FastAPI then rebuilds the dependant).
+    lookup: int = -1
+    looked_up: Any = None
+    resolved: Any = None
+    overridden: bool = False
+
+
+# A lookup's answer given to a build in place of the overrides' (`build_plan`'s
+# `answers`): what it resolved to, and whether overrides were set when it was made.
+Answer = tuple[Any, bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,8 +193,12 @@ class _Builder:
         errors_only: bool = False,
         fastapi_body: FastAPIBody | None = None,
         on_failure: OnFailure | None = None,
+        answers: tuple[Answer, ...] = (),
     ) -> None:
         self.spec = spec
+        # The first lookups' answers, taken in place of `overrides` (see `build_plan`).
+        self.answers = answers
+        self.lookups = 0
         self.fastapi_body = fastapi_body
         self.on_failure = on_failure
         # A plan only for the order of a delegated route's errors: FastAPI validates the
@@ -228,8 +245,13 @@ class _Builder:
         received = []
         for sub in dependant.dependencies:
             use_sub = sub
-            if self.overrides is not None:
-                call = sub.call
+            call = resolved = sub.call
+            lookup = self.lookups
+            self.lookups += 1
+            overridden = bool(self.overrides)
+            if lookup < len(self.answers):
+                resolved, overridden = self.answers[lookup]
+            elif self.overrides is not None:
                 try:
                     resolved = self.overrides.get(call, call)
                 except TypeError as exc:  # an unhashable call: FastAPI fails too
@@ -237,7 +259,8 @@ class _Builder:
                 # Also where the copy came out empty (emptied since the caller saw
                 # them): the plan then holds only while nothing overrides this call.
                 self.probes.append((call, resolved))
-            if self.overrides:
+            looked_up = resolved
+            if overridden:
                 unwrapped = unwrap_stand_in(call)
                 if unwrapped is not None and resolved == unwrapped[0]:
                     # A dependency that takes msgspec types, overriding itself: its
@@ -250,6 +273,13 @@ class _Builder:
                     raise Refused from exc
             first = len(self.steps)
             index = self.step(sub, use_sub, first)
+            self.steps[index] = replace(
+                self.steps[index],
+                lookup=lookup,
+                looked_up=call,
+                resolved=looked_up,
+                overridden=overridden,
+            )
             if sub.name is not None:
                 received.append((sub.name, index))
         return received
@@ -422,6 +452,7 @@ def build_plan(
     errors_only: bool = False,
     fastapi_body: FastAPIBody | None = None,
     on_failure: OnFailure | None = None,
+    answers: tuple[Answer, ...] = (),
 ) -> tuple[DepPlan | None, tuple[tuple[Any, Any], ...]]:
     """The plan of a route whose FastAPI Dependant is `root` (its endpoint the wrapper of
     `spec`'s endpoint), under `overrides` (None or empty: none set), with parameter
@@ -432,8 +463,13 @@ def build_plan(
     (FastAPI validates those), for the order of a delegated route's errors.
     `fastapi_body`: the route's body is FastAPI's body fields, not a msgspec body.
     `on_failure`: how the parameters of an overriding dependency answer their failures
-    (as the route's own were prepared, `prepare_dependant`)."""
-    builder = _Builder(spec, overrides, make_runtime, errors_only, fastapi_body, on_failure)
+    (as the route's own were prepared, `prepare_dependant`).
+    `answers`: the first lookups' answers, in the order the build makes its lookups, taken
+    in place of `overrides`: the plan of a request whose overrides changed while it ran,
+    whose lookups up to then were answered as they were (the executor's `follow`)."""
+    builder = _Builder(
+        spec, overrides, make_runtime, errors_only, fastapi_body, on_failure, answers
+    )
     try:
         endpoint = builder.endpoint(root)
     except Refused:
