@@ -24,6 +24,8 @@ cdef class RequestState:
     cdef public object cleanup
     cdef public object checkpoint
     cdef public object task
+    cdef public Py_ssize_t resume_at
+    cdef public object carried
 
     cpdef object get_request(self)
     cpdef object get_sub_response(self)
@@ -82,6 +84,8 @@ cdef class Teardown:
     cdef public object cleanup
     cdef public object checkpoint
     cdef public object task
+    cdef public Py_ssize_t resume_at
+    cdef public object carried
     cdef public bint was_shielded
 
     cpdef object first(self)
@@ -89,6 +93,9 @@ cdef class Teardown:
 
 cpdef Teardown prepare_generator(Op step, dict kwargs, RequestState state, bint on_stacks)
 cpdef keep_teardown(Teardown teardown, Op step, RequestState state, bint on_stacks)
+
+
+cpdef tuple carry_over(object carried, Program program)
 
 
 cdef class DependencyRoute:
@@ -105,3 +112,4 @@ cdef class DependencyRoute:
     cdef public list plans
 
     cpdef object plan_for(self, object overrides)
+    cpdef object followed(self, Program program, object boundary)

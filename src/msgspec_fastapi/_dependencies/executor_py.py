@@ -89,6 +89,7 @@ class RequestState:
 
     __slots__ = (
         "body",
+        "carried",
         "checkpoint",
         "cleanup",
         "exits",
@@ -97,6 +98,7 @@ class RequestState:
         "raw",
         "receive",
         "request",
+        "resume_at",
         "scope",
         "send",
         "skipped",
@@ -133,6 +135,10 @@ class RequestState:
         # request's task where it is left out.
         self.checkpoint: Callable[[], Awaitable[None]] | None = None
         self.task: Any = None
+        # Where a change of overrides while the request ran switched programs: the step
+        # the new one takes up from, and the values, error marks, cache and errors so far.
+        self.resume_at = 0
+        self.carried: tuple[list[Any], list[int], list[Any], list[Any]] | None = None
 
     def get_request(self) -> Request:
         request = self.request
@@ -595,6 +601,17 @@ async def call_step(step: Op, kwargs: dict[str, Any]) -> Any:
     return await run_in_threadpool(step.call, **kwargs)
 
 
+def carry_over(carried: Any, program: Program) -> tuple[Any, ...]:
+    """A request's values, error marks, cache and errors so far, grown to `program`'s
+    steps and cache slots, for the program it switched to (`DependencyRoute.followed`)."""
+    values, marks, cache, errors = carried
+    count = len(program.ops)
+    values.extend([None] * (count - len(values)))
+    marks.extend([0] * (count - len(marks)))
+    cache.extend([MISSING] * (program.n_keys - len(cache)))
+    return values, marks, cache, errors
+
+
 class DependencyRoute:
     """The direct tier's ASGI app for one route (one place it is included) with
     dependencies; see the module docstring."""
@@ -804,33 +821,48 @@ class DependencyRoute:
                 return None
         return followed
 
+    def followed(self, program: Program, boundary: Any) -> Program | None:
+        """Where step `boundary` is due and FastAPI's lookups at it (of the dependencies
+        whose subtrees start there) give other callables than `program` was built with
+        (a dependency changed the overrides), the program to go on with; else None."""
+        provider = self.provider
+        if provider is None:
+            return None
+        current = provider.dependency_overrides
+        if not current and not program.overridden:
+            return None  # nothing set then or now: every lookup gives the callable itself
+        if lookups_hold(program.checks[boundary], current):
+            return None
+        return self.follow(program, boundary, current)
+
     async def solve(self, program: Program, state: RequestState) -> Response:
-        """The steps, then the endpoint: its response, or the RequestValidationError."""
+        """The steps, then the endpoint: its response, or the RequestValidationError.
+
+        From step `state.resume_at` with the request's values so far in `state.carried`
+        where a change of overrides switched programs (see `followed`)."""
         ops: list[Op] = program.ops
         count = len(ops)
-        values: list[Any] = [None] * count
-        marks: list[int] = [0] * count
-        cache: list[Any] = [MISSING] * program.n_keys
-        errors: list[Any] = []
+        values: list[Any]
+        marks: list[int]
+        cache: list[Any]
+        errors: list[Any]
+        if state.carried is None:
+            values = [None] * count
+            marks = [0] * count
+            cache = [MISSING] * program.n_keys
+            errors = []
+        else:
+            values, marks, cache, errors = carry_over(state.carried, program)
         scope = state.scope
-        provider = self.provider
         step: Op
-        i = -1
-        while i + 1 < count:
-            i += 1
-            checks = program.checks[i]
-            if checks and provider is not None:
+        for i in range(state.resume_at, count):
+            if program.checks[i]:
                 # FastAPI looks these dependencies up now, under the overrides set now.
-                current = provider.dependency_overrides
-                if (current or program.overridden) and not lookups_hold(checks, current):
-                    followed = self.follow(program, i, current)
-                    if followed is not None:
-                        program = followed
-                        ops = program.ops
-                        values.extend([None] * (len(ops) - count))
-                        marks.extend([0] * (len(ops) - count))
-                        cache.extend([MISSING] * (program.n_keys - len(cache)))
-                        count = len(ops)
+                followed = self.followed(program, i)
+                if followed is not None:
+                    state.resume_at = i
+                    state.carried = (values, marks, cache, errors)
+                    return await self.solve(followed, state)
             step = ops[i]
             marks[i] = len(errors) + state.skipped
             kwargs = arguments(step, values, errors, state)
