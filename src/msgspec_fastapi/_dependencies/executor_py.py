@@ -731,7 +731,33 @@ class DependencyRoute:
             if program.uses_stacks:
                 await self.run_in_stacks(program, state)
             elif program.teardowns:
-                await self.run_with_exits(program, state)
+                # `teardown.run_with_teardowns` over the steps, run here while nothing
+                # raises and no function-scope generator was set up; that frame takes over
+                # from the first exception (see `_dependencies.teardown`).
+                failure: BaseException | None = None
+                try:
+                    response = await self.solve(program, state)
+                except BaseException as raised:
+                    failure = raised
+                if failure is not None:
+                    if state.function_exits is None:
+                        await close_after(state, failure)
+                    await run_with_teardowns(state, raise_again, failure)
+                    return None
+                if state.function_exits is not None:
+                    await run_with_teardowns(state, returned, response)
+                    return None
+                try:
+                    await response(scope, receive, state.track)
+                except BaseException as raised:
+                    failure = raised
+                if failure is not None:
+                    await close_after(state, failure)
+                exits = state.exits
+                if exits is not None:
+                    closing = await state.close_exits(exits)
+                    if closing is not None:
+                        await unwind(exits, None, closing)
             else:
                 response = await self.solve(program, state)
                 await response(scope, receive, state.track)
@@ -759,35 +785,6 @@ class DependencyRoute:
         await run_in_exit_stacks(
             state.scope, state.receive, state.track, self.solve, program, state
         )
-
-    async def run_with_exits(self, program: Program, state: RequestState) -> None:
-        """`teardown.run_with_teardowns` over the steps, run here while nothing raises and
-        no function-scope generator was set up; that frame takes over from the first
-        exception (see `_dependencies.teardown`)."""
-        failure: BaseException | None = None
-        try:
-            response = await self.solve(program, state)
-        except BaseException as exc:
-            failure = exc
-        if failure is not None:
-            if state.function_exits is None:
-                await close_after(state, failure)
-            await run_with_teardowns(state, raise_again, failure)
-            return
-        if state.function_exits is not None:
-            await run_with_teardowns(state, returned, response)
-            return
-        try:
-            await response(state.scope, state.receive, state.track)
-        except BaseException as exc:
-            failure = exc
-        if failure is not None:
-            await close_after(state, failure)
-        exits = state.exits
-        if exits is not None:
-            raised = await state.close_exits(exits)
-            if raised is not None:
-                await unwind(exits, None, raised)
 
     def follow(self, program: Program, boundary: int, current: Any) -> Program | None:
         """The program of a request whose overrides changed while it ran, before step

@@ -18,7 +18,7 @@ or `finally` clause, and what they await there that reads the exception being ha
 - `run_with_teardowns` is `request_response`'s frame around the teardowns: the lists
   closed by the executor after success, by `unwind` inside its `except` clauses. The
   executor runs the same steps itself while nothing raises and no function-scope
-  generator is set up (`DependencyRoute.run_with_exits`), and hands the rest of the
+  generator is set up (in `DependencyRoute.__call__`), and hands the rest of the
   frame to this module from the first exception on: to `run_with_teardowns` given the
   exception or the response (`raise_again`, `returned`), or to `close_after`, its outer
   `except` clause.
