@@ -748,14 +748,29 @@ def apps_changing_overrides(
     return results
 
 
-def test_an_override_an_earlier_dependency_installs_applies_to_a_later_one(twin: Twin) -> None:
+def configure_then(
+    change: Callable[[dict[Any, Any]], None],
+    before: dict[Any, Any] | None = None,
+    takes: Callable[..., Any] = original,
+) -> Callable[[APIRouter, FastAPI], None]:
+    """A route whose first dependency applies `change` to its app's overrides (`before`
+    set when the app is built), and whose second is `takes`, its answer."""
+
     def build(router: APIRouter, app: FastAPI) -> None:
+        app.dependency_overrides.update(before or {})
+
         async def configure() -> None:
-            app.dependency_overrides[original] = replacement
+            change(app.dependency_overrides)
 
         @router.get("/")
-        async def endpoint(_: None = Depends(configure), value: str = Depends(original)) -> str:
+        async def endpoint(_: None = Depends(configure), value: str = Depends(takes)) -> str:
             return value
+
+    return build
+
+
+def test_an_override_an_earlier_dependency_installs_applies_to_a_later_one(twin: Twin) -> None:
+    build = configure_then(lambda overrides: overrides.update({original: replacement}))
 
     ours, theirs = apps_changing_overrides(twin, build)
     assert ours == theirs == (200, b'"replacement"', ["replacement"])
@@ -780,30 +795,17 @@ def test_an_override_installed_after_a_dependency_ran_leaves_its_next_use_to_the
 
 
 def test_an_override_removed_by_a_dependency_stops_applying_to_later_ones(twin: Twin) -> None:
-    def build(router: APIRouter, app: FastAPI) -> None:
-        app.dependency_overrides[original] = replacement
-
-        async def configure() -> None:
-            app.dependency_overrides.clear()
-
-        @router.get("/")
-        async def endpoint(_: None = Depends(configure), value: str = Depends(original)) -> str:
-            return value
+    build = configure_then(dict.clear, before={original: replacement})
 
     ours, theirs = apps_changing_overrides(twin, build)
     assert ours == theirs == (200, b'"original"', ["original"])
 
 
 def test_an_override_replaced_by_a_dependency_applies_its_new_value(twin: Twin) -> None:
-    def build(router: APIRouter, app: FastAPI) -> None:
-        app.dependency_overrides[original] = replacement
-
-        async def configure() -> None:
-            app.dependency_overrides[original] = second_replacement
-
-        @router.get("/")
-        async def endpoint(_: None = Depends(configure), value: str = Depends(original)) -> str:
-            return value
+    build = configure_then(
+        lambda overrides: overrides.update({original: second_replacement}),
+        before={original: replacement},
+    )
 
     ours, theirs = apps_changing_overrides(twin, build)
     assert ours == theirs == (200, b'"second replacement"', ["second replacement"])
@@ -812,15 +814,9 @@ def test_an_override_replaced_by_a_dependency_applies_its_new_value(twin: Twin) 
 def test_an_override_installed_for_a_nested_dependency_applies_inside_a_later_one(
     twin: Twin,
 ) -> None:
-    def build(router: APIRouter, app: FastAPI) -> None:
-        async def configure() -> None:
-            app.dependency_overrides[original] = replacement
-
-        @router.get("/")
-        async def endpoint(
-            _: None = Depends(configure), value: str = Depends(wraps_original)
-        ) -> str:
-            return value
+    build = configure_then(
+        lambda overrides: overrides.update({original: replacement}), takes=wraps_original
+    )
 
     ours, theirs = apps_changing_overrides(twin, build)
     assert ours == theirs == (200, b'"outer(replacement)"', ["replacement"])
@@ -859,13 +855,7 @@ def test_a_generator_override_installed_mid_request_waits_for_the_next_request(
     """The one change the direct tier does not follow within the request (a listed
     difference): a generator where the request's plan set up no teardowns."""
 
-    def build(router: APIRouter, app: FastAPI) -> None:
-        async def configure() -> None:
-            app.dependency_overrides[original] = generated
-
-        @router.get("/")
-        async def endpoint(_: None = Depends(configure), value: str = Depends(original)) -> str:
-            return value
+    build = configure_then(lambda overrides: overrides.update({original: generated}))
 
     ours, theirs = apps_changing_overrides(twin, build)
     assert theirs == (200, b'"generated"', ["generator set up", "generator closed"])
@@ -884,15 +874,10 @@ def test_unchanged_overrides_keep_the_plan_chosen_when_the_request_started(
 
     monkeypatch.setattr(router_module, "build_plan", counted_build)
 
-    def build(router: APIRouter, app: FastAPI) -> None:
-        app.dependency_overrides[original] = replacement
-
-        async def configure() -> None:
-            app.dependency_overrides[original] = replacement  # the same again
-
-        @router.get("/")
-        async def endpoint(_: None = Depends(configure), value: str = Depends(original)) -> str:
-            return value
+    build = configure_then(  # the same override set again
+        lambda overrides: overrides.update({original: replacement}),
+        before={original: replacement},
+    )
 
     ours, theirs = apps_changing_overrides(twin, build)
     assert ours == theirs == (200, b'"replacement"', ["replacement"])

@@ -84,8 +84,6 @@ cdef class Teardown:
     cdef public object cleanup
     cdef public object checkpoint
     cdef public object task
-    cdef public Py_ssize_t resume_at
-    cdef public object carried
     cdef public bint was_shielded
 
     cpdef object first(self)

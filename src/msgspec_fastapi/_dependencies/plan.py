@@ -259,7 +259,7 @@ class _Builder:
                 # Also where the copy came out empty (emptied since the caller saw
                 # them): the plan then holds only while nothing overrides this call.
                 self.probes.append((call, resolved))
-            looked_up = resolved
+            answer = resolved  # what the lookup gave, before a self-override's stand-in
             if overridden:
                 unwrapped = unwrap_stand_in(call)
                 if unwrapped is not None and resolved == unwrapped[0]:
@@ -277,7 +277,7 @@ class _Builder:
                 self.steps[index],
                 lookup=lookup,
                 looked_up=call,
-                resolved=looked_up,
+                resolved=answer,
                 overridden=overridden,
             )
             if sub.name is not None:
