@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import decimal
-from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 import pydantic
@@ -357,18 +356,6 @@ def test_a_validation_error_handler_sees_the_body_fastapi_parsed(
 
 class _OwnHandler(APIRouter):
     pass
-
-
-def _streams(router: APIRouter) -> None:
-    @router.get("/x")
-    async def endpoint() -> AsyncIterator[Item]:
-        yield Item(name="a", price=1)
-
-
-def test_a_streaming_route_keeps_fastapis_handler(twin: Twin) -> None:
-    theirs, ours, router = apps(twin, _streams)
-    assert [route.tier for route in router.routes] == ["delegated"]
-    assert answer(ours, "GET", "/x") == answer(theirs, "GET", "/x")
 
 
 JSON = {"content-type": "application/json"}

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import json
 import os
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
@@ -45,6 +46,7 @@ from fastapi.dependencies.utils import (
     request_params_to_args,
 )
 from fastapi.dependencies.utils import solve_dependencies as _solve_dependencies
+from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import FastAPIError, RequestValidationError
 from fastapi.openapi import utils as _openapi_utils
 from fastapi.telemetry import _api as _telemetry
@@ -772,6 +774,18 @@ def sse_ping_interval() -> float:
 
 
 SSE_EVENT_SCHEMA: dict[str, Any] = _sse._SSE_EVENT_SCHEMA
+
+# FastAPI 0.165 writes NaN and infinities of an untyped stream item as null; 0.142 lets
+# json.dumps write its NaN and Infinity tokens.
+_normalize_non_finite_floats: Callable[[Any], Any] = getattr(
+    _routing, "_normalize_non_finite_floats", lambda data: data
+)
+
+
+def untyped_item_json(data: Any) -> str:
+    """A stream item without an item type (or a ServerSentEvent's data that is no
+    Pydantic model), as FastAPI's streaming writes it."""
+    return json.dumps(_normalize_non_finite_floats(jsonable_encoder(data)))
 
 
 # -- dependencies: what the dependency plan (`_dependencies.plan`, its executor) reads --

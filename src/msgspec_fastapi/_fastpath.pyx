@@ -32,7 +32,12 @@ from pydantic_core import ValidationError as PydanticValidationError
 from starlette.responses import Response, StreamingResponse
 
 from msgspec_fastapi import _shared
-from msgspec_fastapi._compat import located_errors, validate_body, validate_whole_body
+from msgspec_fastapi._compat import (
+    located_errors,
+    untyped_item_json,
+    validate_body,
+    validate_whole_body,
+)
 from msgspec_fastapi._errors.handlers import handle_route_exception
 from msgspec_fastapi._shared import (
     ClientDisconnect,
@@ -49,9 +54,11 @@ from msgspec_fastapi._shared import (
     format_sse_event,
     json_invalid,
     nested_too_deeply,
+    pydantic_event_data,
     pydantic_request_invalid,
     pydantic_response_invalid,
     response_invalid,
+    server_sent_event,
     sse_ping_interval,
     takes_json,
     unsupported_media_type,
@@ -451,9 +458,10 @@ async def close_items(items):
 class ItemStream(StreamingResponse):
     """A generator endpoint's items; see `_fastpath_py.ItemStream`."""
 
-    def __init__(self, runtime, items, int status_code, list headers):
+    def __init__(self, runtime, items, int status_code, list headers, scope):
         self.runtime = runtime
         self.items = items
+        self.scope = scope  # the request's, where an invalid item's error names it
         self.status_code = status_code
         self.raw_headers = headers
         self.background = None
@@ -483,7 +491,7 @@ class ItemStream(StreamingResponse):
         cdef bytearray buffer = bytearray()
         cdef int count = 0
         async for item in iterator:
-            body = runtime.encode_line(item, buffer)
+            body = runtime.encode_line(item, buffer, self.scope)
             await send({"type": "http.response.body", "body": body, "more_body": True})
             count += 1
             if count == CHECKPOINT_EVERY:
@@ -498,7 +506,7 @@ class ItemStream(StreamingResponse):
         async with create_task_group() as group:
             group.start_soon(self.keep_alive, send, sse_ping_interval())
             async for item in iterator:
-                body = runtime.encode_event(item, buffer)
+                body = runtime.encode_event(item, buffer, self.scope)
                 if self.ping is not None:
                     await self.ping.wait()
                 self.sending = True
@@ -717,7 +725,7 @@ cdef class RouteRuntime:
             fill_dataclass_defaults(value)
         return value
 
-    cpdef bytes encode_line(self, object item, bytearray buffer):
+    cpdef bytes encode_line(self, object item, bytearray buffer, object scope):
         """One JSON Lines item, checked as `encode` checks a response, and its newline."""
         if self.output_mode == OUTPUT_UNTYPED:
             encode_untyped_item(self.encoder, item, buffer, 0)
@@ -726,15 +734,10 @@ cdef class RouteRuntime:
         buffer.extend(b"\n")
         return bytes(buffer)
 
-    cpdef bytes encode_event(self, object item, bytearray buffer):
+    cpdef bytes encode_event(self, object item, bytearray buffer, object scope):
         """One server-sent event; see `_fastpath_py.RouteRuntime.encode_event`."""
         if isinstance(item, ServerSentEvent):
-            data = item.raw_data
-            if data is None and item.data is not None:
-                data = event_data(item.data)
-            return format_sse_event(
-                data_str=data, event=item.event, id=item.id, retry=item.retry, comment=item.comment
-            )
+            return server_sent_event(item, event_data)
         buffer[:] = SSE_DATA_PREFIX
         if self.output_mode == OUTPUT_UNTYPED:
             encode_untyped_item(self.encoder, item, buffer, len(SSE_DATA_PREFIX))
@@ -743,10 +746,10 @@ cdef class RouteRuntime:
         buffer.extend(b"\n\n")
         return bytes(buffer)
 
-    def stream_items(self, items, int status_code, list extra_headers):
+    def stream_items(self, items, int status_code, list extra_headers, scope=None):
         cdef list headers = list(SSE_HEADERS if self.stream == STREAM_SSE else JSONL_HEADERS)
         headers.extend(extra_headers)
-        return ItemStream(self, items, status_code, headers)
+        return ItemStream(self, items, status_code, headers, scope)
 
     def respond(self, result, status_code, list extra_headers, object request_headers):
         cdef int status = status_code or self.status_code
@@ -975,6 +978,8 @@ cdef class PydanticRuntime(RouteRuntime):
     cdef object response_validator
     cdef object response_serializer
     cdef dict dump_arguments
+    cdef object item_validator
+    cdef object item_serializer
 
     def __init__(self, plan):
         RouteRuntime.__init__(self, plan.route)
@@ -994,6 +999,9 @@ cdef class PydanticRuntime(RouteRuntime):
         self.response_class = plan.response_class
         self.response_args = plan.response_args
         self.path = plan.path
+        self.stream = plan.stream
+        self.item_validator = plan.item_validator
+        self.item_serializer = plan.item_serializer
 
     cdef bint json_content(self, object headers) except -1:
         cdef object name, value
@@ -1034,6 +1042,26 @@ cdef class PydanticRuntime(RouteRuntime):
             errors = located_errors(exc, RESPONSE_LOC)
         raise pydantic_response_invalid(errors, result, self.endpoint, self.path, scope)
 
+    cdef bytes item_json(self, object item, object scope):
+        cdef list errors
+        if self.item_validator is None:
+            return untyped_item_json(item).encode()
+        try:
+            value = self.item_validator.validate_python(item, from_attributes=True)
+        except PydanticValidationError as exc:
+            errors = located_errors(exc, RESPONSE_LOC)
+        else:
+            return self.item_serializer.to_json(value, **self.dump_arguments)
+        raise pydantic_response_invalid(errors, item, self.endpoint, self.path, scope)
+
+    cpdef bytes encode_line(self, object item, bytearray buffer, object scope):
+        return self.item_json(item, scope) + b"\n"
+
+    cpdef bytes encode_event(self, object item, bytearray buffer, object scope):
+        if isinstance(item, ServerSentEvent):
+            return server_sent_event(item, pydantic_event_data)
+        return format_sse_event(data_str=self.item_json(item, scope).decode())
+
     cpdef object invalid_request(self, list errors, object body, dict scope):
         if body is self.absent_body:
             body = None
@@ -1049,6 +1077,14 @@ cdef class PydanticRuntime(RouteRuntime):
                 response = self.respond(result, sub.status_code, sub.raw_headers, scope["headers"])
             if tasks is not None:
                 response.background = tasks
+            return response
+        if self.stream != STREAM_NONE:
+            if sub is None:
+                response = self.stream_items(result, self.status_code, [], scope)
+            else:
+                status = sub.status_code or self.status_code
+                response = self.stream_items(result, status, sub.raw_headers, scope)
+            response.background = tasks
             return response
         if self.response_field is None:
             content = jsonable_encoder(result)
@@ -1116,7 +1152,9 @@ cdef class PydanticRuntime(RouteRuntime):
                 errors.extend(body_errors)
             if errors:
                 raise self.invalid_request(errors, body, scope)
-            if self.is_coroutine:
+            if self.stream != STREAM_NONE:
+                result = self.stream_items(self.endpoint(**values), self.status_code, [], scope)
+            elif self.is_coroutine:
                 result = await self.endpoint(**values)
             else:
                 result = await run_in_threadpool(self.endpoint, **values)

@@ -78,7 +78,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.types import Message, Receive, Scope, Send
 
 from . import _shared
-from ._compat import located_errors, validate_body, validate_whole_body
+from ._compat import located_errors, untyped_item_json, validate_body, validate_whole_body
 from ._errors.handlers import handle_route_exception
 from ._errors.validation import request_invalid
 
@@ -108,9 +108,11 @@ from ._shared import (
     format_sse_event,
     json_invalid,
     nested_too_deeply,
+    pydantic_event_data,
     pydantic_request_invalid,
     pydantic_response_invalid,
     response_invalid,
+    server_sent_event,
     sse_ping_interval,
     takes_json,
     unsupported_media_type,
@@ -476,10 +478,16 @@ class ItemStream(StreamingResponse):
     """
 
     def __init__(
-        self, runtime: Any, items: Any, status_code: int, headers: list[tuple[bytes, bytes]]
+        self,
+        runtime: Any,
+        items: Any,
+        status_code: int,
+        headers: list[tuple[bytes, bytes]],
+        scope: Scope | None,
     ) -> None:
         self.runtime = runtime
         self.items = items
+        self.scope = scope  # the request's, where an invalid item's error names it
         self.status_code = status_code
         self.raw_headers = headers
         self.background = None
@@ -509,7 +517,7 @@ class ItemStream(StreamingResponse):
         buffer = bytearray()
         count = 0
         async for item in iterator:
-            body = runtime.encode_line(item, buffer)
+            body = runtime.encode_line(item, buffer, self.scope)
             await send({"type": "http.response.body", "body": body, "more_body": True})
             count += 1
             if count == CHECKPOINT_EVERY:
@@ -524,7 +532,7 @@ class ItemStream(StreamingResponse):
         async with create_task_group() as group:
             group.start_soon(self.keep_alive, send, sse_ping_interval())
             async for item in iterator:
-                body = runtime.encode_event(item, buffer)
+                body = runtime.encode_event(item, buffer, self.scope)
                 # One message at a time: wait for a keep-alive being sent, if any.
                 if self.ping is not None:
                     await self.ping.wait()
@@ -770,7 +778,7 @@ class RouteRuntime:
             fill_dataclass_defaults(value)
         return value
 
-    def encode_line(self, item: Any, buffer: bytearray) -> bytes:
+    def encode_line(self, item: Any, buffer: bytearray, scope: Scope | None) -> bytes:
         """One JSON Lines item, checked as `encode` checks a response, and its newline."""
         if self.output_mode == OUTPUT_UNTYPED:
             encode_untyped_item(self.encoder, item, buffer, 0)
@@ -779,16 +787,11 @@ class RouteRuntime:
         buffer.extend(b"\n")
         return bytes(buffer)
 
-    def encode_event(self, item: Any, buffer: bytearray) -> bytes:
-        """One server-sent event: a ServerSentEvent as FastAPI formats it (its data not
-        checked against the item type, as in FastAPI), any other item as an event's data."""
+    def encode_event(self, item: Any, buffer: bytearray, scope: Scope | None) -> bytes:
+        """One server-sent event: a ServerSentEvent as FastAPI formats it, any other item
+        as an event's data."""
         if isinstance(item, ServerSentEvent):
-            data = item.raw_data
-            if data is None and item.data is not None:
-                data = event_data(item.data)
-            return format_sse_event(
-                data_str=data, event=item.event, id=item.id, retry=item.retry, comment=item.comment
-            )
+            return server_sent_event(item, event_data)
         # msgspec's JSON has no line breaks, so the event is a single data line.
         buffer[:] = SSE_DATA_PREFIX
         if self.output_mode == OUTPUT_UNTYPED:
@@ -799,11 +802,15 @@ class RouteRuntime:
         return bytes(buffer)
 
     def stream_items(
-        self, items: Any, status_code: int, extra_headers: list[tuple[bytes, bytes]]
+        self,
+        items: Any,
+        status_code: int,
+        extra_headers: list[tuple[bytes, bytes]],
+        scope: Scope | None = None,
     ) -> ItemStream:
         headers = list(SSE_HEADERS if self.stream == STREAM_SSE else JSONL_HEADERS)
         headers.extend(extra_headers)
-        return ItemStream(self, items, status_code, headers)
+        return ItemStream(self, items, status_code, headers, scope)
 
     def respond(
         self,
@@ -1035,6 +1042,8 @@ class PydanticRuntime(RouteRuntime):
         "dump_arguments",
         "dump_json",
         "dump_options",
+        "item_serializer",
+        "item_validator",
         "json_validator",
         "path",
         "response_args",
@@ -1058,6 +1067,8 @@ class PydanticRuntime(RouteRuntime):
     response_args: Any
     path: Any
     response_field: Any
+    item_validator: Any
+    item_serializer: Any
 
     def __init__(self, plan: Any) -> None:
         RouteRuntime.__init__(self, plan.route)
@@ -1077,6 +1088,9 @@ class PydanticRuntime(RouteRuntime):
         self.response_class = plan.response_class
         self.response_args = plan.response_args
         self.path = plan.path
+        self.stream = plan.stream
+        self.item_validator = plan.item_validator
+        self.item_serializer = plan.item_serializer
 
     def json_content(self, headers: Iterable[tuple[bytes, bytes]]) -> bool:
         """Whether FastAPI's handler parses a body sent with these headers as JSON."""
@@ -1121,6 +1135,28 @@ class PydanticRuntime(RouteRuntime):
             errors = located_errors(exc, RESPONSE_LOC)
         raise pydantic_response_invalid(errors, result, self.endpoint, self.path, scope)
 
+    def item_json(self, item: Any, scope: Scope | None) -> bytes:
+        """A stream item as FastAPI's streaming writes it: validated and rendered by the
+        stream item field as a response is by the response field, or, without an item
+        type, made JSON-ready by jsonable_encoder and written by json.dumps."""
+        if self.item_validator is None:
+            return untyped_item_json(item).encode()
+        try:
+            value = self.item_validator.validate_python(item, from_attributes=True)
+        except PydanticValidationError as exc:
+            errors = located_errors(exc, RESPONSE_LOC)
+        else:
+            return self.item_serializer.to_json(value, **self.dump_arguments)  # type: ignore[no-any-return]
+        raise pydantic_response_invalid(errors, item, self.endpoint, self.path, scope)
+
+    def encode_line(self, item: Any, buffer: bytearray, scope: Scope | None) -> bytes:
+        return self.item_json(item, scope) + b"\n"
+
+    def encode_event(self, item: Any, buffer: bytearray, scope: Scope | None) -> bytes:
+        if isinstance(item, ServerSentEvent):
+            return server_sent_event(item, pydantic_event_data)
+        return format_sse_event(data_str=self.item_json(item, scope).decode())
+
     def invalid_request(self, errors: list[Any], body: Any, scope: Scope) -> Exception:
         """FastAPI's 422 for a request whose solving failed, the body as its handler
         parsed it (`read_json`)."""
@@ -1141,6 +1177,14 @@ class PydanticRuntime(RouteRuntime):
                 response = self.respond(result, sub.status_code, sub.raw_headers, scope["headers"])
             if tasks is not None:
                 response.background = tasks
+            return response
+        if self.stream != STREAM_NONE:
+            if sub is None:
+                response = self.stream_items(result, self.status_code, [], scope)
+            else:
+                status = sub.status_code or self.status_code
+                response = self.stream_items(result, status, sub.raw_headers, scope)
+            response.background = tasks
             return response
         if self.response_field is None:
             content = jsonable_encoder(result)
@@ -1204,7 +1248,9 @@ class PydanticRuntime(RouteRuntime):
                 errors.extend(body_errors)
             if errors:
                 raise self.invalid_request(errors, body, scope)
-            if self.is_coroutine:
+            if self.stream != STREAM_NONE:
+                result = self.stream_items(self.endpoint(**values), self.status_code, [], scope)
+            elif self.is_coroutine:
                 result = await self.endpoint(**values)
             else:
                 result = await run_in_threadpool(self.endpoint, **values)

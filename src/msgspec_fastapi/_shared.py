@@ -38,6 +38,7 @@ from ._compat import (
     get_route_path,
     route_selected,
     sse_ping_interval,
+    untyped_item_json,
     update_scope,
 )
 
@@ -186,6 +187,25 @@ def event_data(data: Any) -> str:
     buffer = bytearray()
     encode_untyped_item(EVENT_DATA_ENCODER, data, buffer, 0)
     return buffer.decode()
+
+
+def pydantic_event_data(data: Any) -> str:
+    """A ServerSentEvent's `data` on a Pydantic route: as `event_data`, but anything
+    other than a Pydantic model written by FastAPI's own json.dumps path."""
+    if hasattr(data, "model_dump_json"):
+        return data.model_dump_json()  # type: ignore[no-any-return]
+    return untyped_item_json(data)
+
+
+def server_sent_event(item: ServerSentEvent, write_data: Callable[[Any], str]) -> bytes:
+    """A ServerSentEvent as FastAPI formats it: its raw data as given, else its data
+    written by `write_data` (not checked against the item type, as in FastAPI)."""
+    data = item.raw_data
+    if data is None and item.data is not None:
+        data = write_data(item.data)
+    return format_sse_event(
+        data_str=data, event=item.event, id=item.id, retry=item.retry, comment=item.comment
+    )
 
 
 CONTAINER_NONE = 0

@@ -413,8 +413,10 @@ class _Builder:
         received = self.solve(root)
         body = tuple((name, name if self.embedded else None) for name in spec.endpoint_body)
         models = tuple((name, name) for name in spec.endpoint_models)
-        if spec.output is not None and spec.output.stream != STREAM_NONE:
-            kind = DEP_GENERATOR  # the call makes the stream
+        call = spec.endpoint
+        streams = spec.output is not None and spec.output.stream != STREAM_NONE
+        if streams or _compat.is_gen_callable(call) or _compat.is_async_gen_callable(call):
+            kind = DEP_GENERATOR  # the call makes the stream (Pydantic items: FastAPI's)
         elif spec.is_coroutine:
             kind = DEP_ASYNC
         else:

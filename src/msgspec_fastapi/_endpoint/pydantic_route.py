@@ -20,11 +20,12 @@ from typing import Any
 
 from fastapi import params
 from fastapi.datastructures import DefaultPlaceholder
+from fastapi.sse import EventSourceResponse
 from pydantic import TypeAdapter
 
 from .. import _compat
 from .._params.converters import defaults_need_fastapi, direct_param_specs
-from .._shared import STREAM_NONE
+from .._shared import STREAM_JSONL, STREAM_NONE, STREAM_SSE
 from .plan import DirectPlan, EndpointSpec, OutputPlan, RoutePlan
 
 # What a dependant names when its endpoint takes a special object (FastAPI's solving gives
@@ -144,6 +145,29 @@ class PydanticPlan:
     response_class: Any
     response_args: dict[str, Any]
     path: str  # the path template FastAPI names in the context of a validation error
+    # A generator endpoint's items: how FastAPI streams them (STREAM_NONE: the endpoint is
+    # no generator), and the validator and serializer under the stream item field's
+    # TypeAdapter, called as the response field's are (None: no item type; each item is
+    # written as FastAPI writes an untyped one).
+    stream: int = STREAM_NONE
+    item_validator: Any = None
+    item_serializer: Any = None
+
+
+def streams_items(route: Any) -> int:
+    """How FastAPI's handler streams the items of a generator endpoint on `route` (a route
+    or the context of one being built): as JSON Lines without a chosen response class, as
+    server-sent events with an EventSourceResponse; STREAM_NONE where the endpoint is no
+    generator, or a chosen class renders the generator itself."""
+    call = route.dependant.call
+    if not (_compat.is_gen_callable(call) or _compat.is_async_gen_callable(call)):
+        return STREAM_NONE
+    response_class = route.response_class
+    if isinstance(response_class, DefaultPlaceholder):
+        return STREAM_JSONL
+    if isinstance(response_class, type) and issubclass(response_class, EventSourceResponse):
+        return STREAM_SSE
+    return STREAM_NONE
 
 
 def _built(core: Any, method: str) -> Any:
@@ -175,9 +199,10 @@ def pydantic_plan(route: Any, max_body_size: int) -> PydanticPlan | None:
     """The plan of a route FastAPI built alone (`route` is the route or the inclusion
     context being built), or None where its requests need FastAPI's handler: dependencies
     or special parameters to solve, a parameter the request path cannot convert or whose
-    default FastAPI makes, a form body, or a generator endpoint (FastAPI streams its
-    items). The endpoint is awaited where FastAPI awaits it (FastAPI's own test, which
-    looks through wrappers)."""
+    default FastAPI makes, a form body, or a generator endpoint whose response class
+    renders the generator itself (items streamed as JSON Lines or server-sent events are
+    the request path's, `streams_items`). The endpoint is awaited where FastAPI awaits
+    it (FastAPI's own test, which looks through wrappers)."""
     call = route.dependant.call
     return _plan(route, call, _compat.is_coroutine_callable(call), (), None, max_body_size)
 
@@ -203,8 +228,8 @@ def pydantic_dependency_plan(route: Any, max_body_size: int) -> PydanticPlan | N
     """The plan of the body and the response of a route FastAPI built alone whose
     dependencies or special parameters the dependency plan solves (`_dependencies.plan`,
     with `pydantic_spec`): what `pydantic_plan` has, but the parameters, which each step
-    converts. None where FastAPI's handler renders or reads what the request path cannot
-    (a generator endpoint, a form)."""
+    converts, and a form body, which the executor parses. None where FastAPI's handler
+    renders what the request path cannot (a response class given the generator)."""
     call = route.dependant.call
     return _runtime_plan(
         route, call, _compat.is_coroutine_callable(call), (), None, max_body_size, forms=True
@@ -278,8 +303,10 @@ def _runtime_plan(
     dependency plan converts its own); a form body only with `forms` (the dependency
     plan's executor parses forms)."""
     dependant = route.dependant
-    if _compat.is_gen_callable(call) or _compat.is_async_gen_callable(call):
-        return None
+    stream = streams_items(route)
+    generator = _compat.is_gen_callable(call) or _compat.is_async_gen_callable(call)
+    if generator and (stream == STREAM_NONE or output is not None):
+        return None  # the response class renders the generator, or msgspec's items
     if not forms and reads_form(route):
         return None
     strict = route.strict_content_type
@@ -306,11 +333,15 @@ def _runtime_plan(
     response_field = route.response_field if output is None else None
     response_validator = response_serializer = None
     if response_field is not None:
-        adapter = _compat.field_type_adapter(response_field)
-        response_validator = _built(adapter.validator, "validate_python")
-        response_serializer = _built(adapter.serializer, "to_json")
+        response_validator, response_serializer = _field_calls(response_field)
         if response_validator is None or response_serializer is None:
             return None  # built on first use (defer_build): FastAPI's handler builds it
+    item_field = route.stream_item_field if stream != STREAM_NONE else None
+    item_validator = item_serializer = None
+    if item_field is not None:
+        item_validator, item_serializer = _field_calls(item_field)
+        if item_validator is None or item_serializer is None:
+            return None
     dump_options = {
         "include": route.response_model_include,
         "exclude": route.response_model_exclude,
@@ -336,4 +367,14 @@ def _runtime_plan(
         response_class=response_class.value if chosen is None else chosen,
         response_args={"status_code": route.status_code} if route.status_code else {},
         path=dependant.path or "",
+        stream=stream,
+        item_validator=item_validator,
+        item_serializer=item_serializer,
     )
+
+
+def _field_calls(field: Any) -> tuple[Any, Any]:
+    """The validator and serializer under a FastAPI field's TypeAdapter (either None while
+    it is built on first use)."""
+    adapter = _compat.field_type_adapter(field)
+    return _built(adapter.validator, "validate_python"), _built(adapter.serializer, "to_json")
