@@ -129,6 +129,7 @@ class RouteSpec:
     payloads: tuple[Any, ...] = ()  # what a "get" route returns, its index as the key
     as_model: bool = False  # a "get" route returns Model.model_validate(payload)
     param_models: tuple[tuple[str, str], ...] = ()  # ("query"|"header"|"cookie", model)
+    streams: bool = False  # a "get" route yields its payload twice, as JSON Lines
 
     @property
     def method(self) -> str:
@@ -154,6 +155,7 @@ class AppSpec:
 
 HEADER = f'''\
 import datetime
+from collections.abc import AsyncIterator, Iterator
 from decimal import Decimal
 from enum import Enum, IntEnum
 from typing import Annotated, Literal, Optional, Union
@@ -468,6 +470,8 @@ def route_source(route: RouteSpec) -> str:
     returns = ""
     if route.declared == "annotation" and route.response is not None:
         returns = f" -> {type_source(route.response)}"
+        if route.streams:
+            returns = f" -> {'AsyncIterator' if route.is_async else 'Iterator'}[{returns[4:]}]"
     prefix = "async def" if route.is_async else "def"
     lines = [f"{prefix} {route.name}({', '.join(params)}){returns}:"]
     lines.append(f"    LOG.append(({route.name!r}, {', '.join(f'note({n})' for n in names)}))")
@@ -480,7 +484,10 @@ def route_source(route: RouteSpec) -> str:
         if route.as_model:
             assert route.response is not None
             payload = f"{type_source(route.response)}.model_validate({payload})"
-        lines.append(f"    return {payload}")
+        if route.streams:
+            lines += [f"    yield {payload}", f"    yield {payload}"]
+        else:
+            lines.append(f"    return {payload}")
     else:
         lines.append(f"    return {route.param_models[0][0]}")
     return "\n".join(lines)
@@ -822,6 +829,8 @@ def draw_app(r: Random) -> AppSpec:
                     kind="get",
                     payloads=tuple(payloads),
                     as_model=as_model,
+                    # Streams with an item type only: an untyped one is msgspec's.
+                    streams=declared == "annotation" and _chance(r, 4),
                     options=options,
                     **common,  # type: ignore[arg-type]
                 )
@@ -1331,6 +1340,8 @@ def app_features(app: AppSpec) -> set[str]:
     found |= {f"router dependency {dep.kind}" for dep in app.router_dependencies}
     for route in app.routes:
         found.add(f"route {route.kind}")
+        if route.streams:
+            found.add("streams JSON Lines")
         found.add(f"declared {route.declared}")
         found |= {f"option {key}" for key, _ in route.options}
         found |= {f"{where} model" for where, _ in route.param_models}

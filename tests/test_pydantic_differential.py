@@ -224,6 +224,7 @@ APP_REACHED = {
     "populate_by_name",
     *(f"constraint {key}" for key in ("gt", "max_length", "max_digits", "allow_inf_nan")),
     *(f"route {kind}" for kind in ("body", "get", "params")),
+    "streams JSON Lines",
     *(f"declared {how}" for how in ("annotation", "response_model")),
     *(f"option response_model_{key}" for key in ("include", "exclude", "by_alias")),
     *(f"option response_model_exclude_{key}" for key in ("unset", "defaults", "none")),

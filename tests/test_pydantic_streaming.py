@@ -20,7 +20,7 @@ from fastapi import APIRouter, BackgroundTasks, Body, Depends, Response
 from fastapi.exceptions import ResponseValidationError
 from fastapi.responses import StreamingResponse
 from fastapi.sse import EventSourceResponse, ServerSentEvent
-from raw_asgi import Message, body_messages, scope_for
+from raw_asgi import Message, Reply, body_messages, scope_for, send_request
 from test_streaming import Streamed, app_of, assert_same_stream, drive, leaves, stream
 from twins import Twin
 
@@ -254,6 +254,38 @@ def test_a_streaming_route_with_a_pydantic_body_answers_a_bad_body_with_fastapis
     for body in (b'{"name": "Oslo", "population": 1}', b'{"name": "Oslo"}', b"{"):
         mine, fastapis = post(ours, body), post(theirs, body)
         assert_same_stream(mine, fastapis)
+
+
+@pytest.mark.parametrize("is_async", [True, False], ids=["async", "sync"])
+def test_a_client_that_leaves_stops_the_stream_where_it_stops_fastapis(
+    twin: Twin, dispatch: bool, is_async: bool
+) -> None:
+    # The client says http.disconnect as soon as the request is read: FastAPI's stream
+    # lets the event loop run after each item, and stops after the first.
+    def build(router: APIRouter) -> None:
+        if is_async:
+
+            @router.get("/s")
+            async def cities() -> AsyncIterator[City]:
+                for _ in range(40):
+                    yield OSLO
+
+        else:
+
+            @router.get("/s")
+            def cities() -> Iterator[City]:  # type: ignore[misc]
+                for _ in range(40):
+                    yield OSLO
+
+    ours, theirs = apps(twin, dispatch, build)
+
+    async def left(app: Any) -> Reply:
+        return await send_request(app, "GET", b"/s")
+
+    mine, fastapis = asyncio.run(left(ours)), asyncio.run(left(theirs))
+
+    assert mine.sent == fastapis.sent
+    assert mine.body.count(b"\n") < 40
 
 
 def test_a_generator_given_to_a_chosen_response_class_keeps_fastapis_handler(

@@ -494,7 +494,7 @@ class ItemStream(StreamingResponse):
             body = runtime.encode_line(item, buffer, self.scope)
             await send({"type": "http.response.body", "body": body, "more_body": True})
             count += 1
-            if count == CHECKPOINT_EVERY:
+            if count == runtime.checkpoint_every:
                 count = 0
                 await checkpoint()
 
@@ -514,7 +514,7 @@ class ItemStream(StreamingResponse):
                 self.sending = False
                 self.last_sent = monotonic()
                 count += 1
-                if count == CHECKPOINT_EVERY:
+                if count == runtime.checkpoint_every:
                     count = 0
                     await checkpoint()
             group.cancel_scope.cancel()
@@ -565,6 +565,7 @@ cdef class RouteRuntime:
     cdef bint fills_defaults
     cdef object shape
     cdef readonly int stream
+    cdef int checkpoint_every
     cdef tuple content_type
     cdef int status_code
     cdef Py_ssize_t max_body_size
@@ -601,6 +602,7 @@ cdef class RouteRuntime:
         self.fills_defaults = output.fills_defaults if output is not None else False
         self.shape = output.shape if output is not None else None
         self.stream = output.stream if output is not None else STREAM_NONE
+        self.checkpoint_every = CHECKPOINT_EVERY
         self.content_type = output.content_type if output is not None else JSON_CONTENT_TYPE
         self.status_code = plan.status_code
         self.max_body_size = plan.max_body_size
@@ -1000,6 +1002,9 @@ cdef class PydanticRuntime(RouteRuntime):
         self.response_args = plan.response_args
         self.path = plan.path
         self.stream = plan.stream
+        # FastAPI lets the event loop run after each item, so a client that leaves stops
+        # the stream where it stops FastAPI's.
+        self.checkpoint_every = 1
         self.item_validator = plan.item_validator
         self.item_serializer = plan.item_serializer
 
