@@ -143,10 +143,13 @@ def build_table_app(
     return app
 
 
-def build_stream_app(data: Dataset) -> FastAPI:
-    """FastAPI's own JSON Lines and SSE streaming of Pydantic models (--stream)."""
+def build_stream_app(
+    data: Dataset, router_class: RouterClass = APIRouter, finish: Finish | None = None
+) -> FastAPI:
+    """FastAPI's JSON Lines and SSE streaming of Pydantic models (--stream), on
+    `router_class`."""
     items = [CityModel.model_validate(msgspec.to_builtins(c)) for c in stream_items(data)]
-    router = APIRouter()
+    router = router_class()
 
     @router.get("/stream/jsonl")
     async def stream_jsonl() -> AsyncIterator[CityModel]:
@@ -160,4 +163,6 @@ def build_stream_app(data: Dataset) -> FastAPI:
 
     app = FastAPI()
     app.include_router(router)
+    if finish is not None:
+        finish(app)
     return app

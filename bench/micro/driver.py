@@ -34,8 +34,10 @@ without the override, then the ratios to the peers and floors, then the target r
 
 With --stream, streaming routes instead: GET /stream/jsonl and GET /stream/sse, each
 answering 1,000 cities from a generator (bench/micro/streams.py), for compiled, pure,
-pydantic (FastAPI's own streaming) and litestar; the table adds items per second. Our
-variants are skipped, with the reason, while this msgspec_fastapi cannot stream.
+pydantic (FastAPI's own streaming), pydantic-compiled and pydantic-pure (the same Pydantic
+endpoints on MsgspecRouter, whose streams must be FastAPI's byte for byte) and litestar;
+the table adds items per second. Our variants are skipped, with the reason, while this
+msgspec_fastapi cannot stream.
 
     python bench/micro.py                      # full run, a couple of minutes
     python bench/micro.py --quick              # smoke run of both modes for CI
@@ -98,7 +100,7 @@ VARIANTS = (
     *MIDDLEWARE_VARIANTS,
 )
 # The variants with streaming routes (--stream); the first is the base of the ratios.
-STREAM_VARIANTS = ("compiled", "pure", "pydantic", "litestar")
+STREAM_VARIANTS = ("compiled", "pure", "pydantic", "pydantic-compiled", "pydantic-pure", "litestar")
 STREAM_BASE = "pydantic"
 # The route table's references besides the floor; they have no city routes.
 TABLE_VARIANTS = (

@@ -135,6 +135,7 @@ def load(variant: str) -> tuple[Apps, dict[str, Any]]:
         apps = Apps(
             functools.partial(app_pydantic.build_app, **on_ours),
             functools.partial(app_pydantic.build_table_app, **on_ours),
+            functools.partial(app_pydantic.build_stream_app, **on_ours),
             reference=reference,
         )
         return apps, {"msgspec_fastapi": facts, "route_index": True}
@@ -184,8 +185,8 @@ class Bench:
         self.variant = variant
         # The reference variant's first answers, which ours must repeat byte for byte.
         same_as: dict[str, bytes] = {}
-        if apps.reference is not None and not stream:
-            reference = Bench(PYDANTIC, apps.reference, sizes)
+        if apps.reference is not None:
+            reference = Bench(PYDANTIC, apps.reference, sizes, stream)
             same_as = reference.reference
             reference.close()
         groups: list[tuple[ASGIApp, dict[str, Case]]] = []
@@ -234,7 +235,12 @@ class Bench:
         for key, case in self.cases.items():
             if isinstance(case, streams.StreamCase):
                 with self._streaming():
-                    self.reference[key] = self._check_stream(key, case)
+                    body = self._check_stream(key, case)
+                if key in same_as and body != same_as[key]:
+                    raise WrongAnswer(
+                        self._describe_bytes(key, body, same_as[key], f"{PYDANTIC}'s")
+                    )
+                self.reference[key] = body
                 continue
             response = self.loop.run_until_complete(self._one(key))
             expected = case.expected_body
