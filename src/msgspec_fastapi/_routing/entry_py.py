@@ -4,9 +4,9 @@
 FastAPI wraps every request in ServerErrorMiddleware, ExceptionTelemetryMiddleware,
 AppBodyLimitMiddleware (0.164+), the user middleware, ExceptionMiddleware and
 AsyncExitStackMiddleware. `Outer` does what the three outer layers do, `Inner` what the
-two inner ones do; without user middleware `Outer` runs `Inner`'s part itself, so a
-request passes one entry. Everything those layers decide per request from state fixed
-at startup (the handlers, the debug page, the limit) is decided once, by
+two inner ones do; without user middleware, `Inner` runs `Outer`'s part too, so a
+request passes one coroutine of the entry. Everything those layers decide per request
+from state fixed at startup (the handlers, the debug page, the limit) is decided once, by
 `stack` when FastAPI builds its stack; per request the entry makes one send
 wrapper (it must know whether the response started), an unentered exit stack for
 FastAPI's file closing (closed only if something was pushed onto it), and a Request only
@@ -181,8 +181,11 @@ class Inner:
             return
         await self.handle(scope, receive, Tracker(send))
 
-    async def handle(self, scope: Scope, receive: Receive, tracker: Tracker) -> None:
-        """The request through the two layers, `tracker` its send."""
+    async def handle(
+        self, scope: Scope, receive: Receive, tracker: Tracker, outer: Outer | None = None
+    ) -> None:
+        """The request through the two layers, `tracker` its send; with `outer`, through
+        its layers too (it has none of its own to run between), in this one coroutine."""
         scope[EXCEPTION_HANDLERS_KEY] = self.handlers
         stack = AsyncExitStack()
         scope[FILE_STACK_KEY] = stack
@@ -192,21 +195,27 @@ class Inner:
             app = app.middleware_stack
         try:
             try:
-                await app(scope, receive, tracker)
-            except BaseException as exc:
-                # As `async with stack` would close it; a callback may swallow `exc`.
-                if getattr(stack, EXIT_CALLBACKS_ATTR) and await stack.__aexit__(
-                    type(exc), exc, exc.__traceback__
-                ):
-                    return
-                raise
-            # Closed only if something was pushed onto it (closing an empty one does
-            # nothing).
-            if getattr(stack, EXIT_CALLBACKS_ATTR):
-                await stack.__aexit__(None, None, None)
+                try:
+                    await app(scope, receive, tracker)
+                except BaseException as exc:
+                    # As `async with stack` would close it; a callback may swallow `exc`.
+                    if getattr(stack, EXIT_CALLBACKS_ATTR) and await stack.__aexit__(
+                        type(exc), exc, exc.__traceback__
+                    ):
+                        return
+                    raise
+                # Closed only if something was pushed onto it (closing an empty one does
+                # nothing).
+                if getattr(stack, EXIT_CALLBACKS_ATTR):
+                    await stack.__aexit__(None, None, None)
+            except Exception as exc:
+                await self.handle_exception(scope, receive, tracker, exc)
+                handled = exc
         except Exception as exc:
-            await self.handle_exception(scope, receive, tracker, exc)
-            handled = exc
+            if outer is None:
+                raise
+            await outer.fail(scope, receive, tracker, exc)
+            raise
         if handled is not None:
             # Reused exception instances would gather tracebacks across requests (as
             # Starlette clears it). Outside the except block: the compiled twin must not
@@ -277,7 +286,20 @@ class Outer:
         self.handler = server_error.handler
         self.handler_is_async = handler_is_async
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        # Without user middleware or a body limit to run, `inner` runs this entry's layers
+        # in its own coroutine: one coroutine per request for the whole entry.
+        inner = self.inner
+        if (
+            inner is not None
+            and scope["type"] == "http"
+            and (self.body_limit is None or not (self.limited or BODY_LIMIT_SCOPE_KEY in scope))
+        ):
+            return inner.handle(scope, receive, Tracker(send), self)
+        return self.serve(scope, receive, send)
+
+    async def serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The layers around `app`, or around the body limit where it has work to do."""
         if scope["type"] != "http":
             # The error page and the body limit concern HTTP only; the telemetry record
             # concerns every scope.
@@ -291,21 +313,20 @@ class Outer:
         try:
             if self.body_limit is not None and (self.limited or BODY_LIMIT_SCOPE_KEY in scope):
                 await self.body_limit(scope, receive, tracker)
-            elif self.inner is not None:
-                await self.inner.handle(scope, receive, tracker)
             else:
                 await self.app(scope, receive, tracker)
         except Exception as exc:
-            record_exception(scope, exc)
-            await self.server_error_response(scope, receive, send, tracker, exc)
+            await self.fail(scope, receive, tracker, exc)
             # Re-raised, as ServerErrorMiddleware does, for the server to log.
             raise
 
-    async def server_error_response(
-        self, scope: Scope, receive: Receive, send: Send, tracker: Tracker, exc: Exception
-    ) -> None:
-        """ServerErrorMiddleware's 500: the debug page, the application's handler for 500
-        or Exception, or its plain one; sent unless the response already started."""
+    async def fail(self, scope: Scope, receive: Receive, tracker: Tracker, exc: Exception) -> None:
+        """What the layers do with an exception that reached them (it is then raised on):
+        the telemetry record, then ServerErrorMiddleware's 500: the debug page, the
+        application's handler for 500 or Exception, or its plain one; sent unless the
+        response already started."""
+        record_exception(scope, exc)
+        send = tracker.send
         request = Request(scope)
         if self.debug:
             response = await run_in_threadpool(self.server_error.debug_response, request, exc)
