@@ -1145,7 +1145,7 @@ def test_the_cleanup_scope_comes_from_anyios_backend_where_anyio_is_laid_out_oth
 def as_without_sniffio(executor: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     """As anyio runs where sniffio is missing: asyncio while its loop runs."""
     monkeypatch.setattr(executor, "sniffio_thread_local", None)
-    monkeypatch.setattr(executor, "sniffio_cvar", None)
+    monkeypatch.setattr(executor, "sniffio_cvar_get", None)
 
 
 def test_the_cleanup_scope_is_the_scope_anyio_makes_on_asyncio_without_sniffio(

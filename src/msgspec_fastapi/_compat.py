@@ -940,6 +940,8 @@ _anyio_sniffio: Any = getattr(_anyio_eventloop, "sniffio", _UNKNOWN)
 # 1.3 on), then one set for the context; None where this sniffio has no such name.
 sniffio_thread_local: Any = getattr(_anyio_sniffio, "thread_local", None)
 sniffio_cvar: Any = getattr(_anyio_sniffio, "current_async_library_cvar", None)
+# Its `get`, bound once: the request path calls it without looking the method up.
+sniffio_cvar_get: Callable[[], str | None] | None = getattr(sniffio_cvar, "get", None)
 takes_asyncio_scope = (
     asyncio_cancel_scope is not None
     and asyncio_checkpoint_if_cancelled is not None

@@ -50,7 +50,7 @@ from .._compat import (
     read_form,
     run_in_exit_stacks,
     running_tasks,
-    sniffio_cvar,
+    sniffio_cvar_get,
     sniffio_thread_local,
     stack_cleanup_scope,
     takes_asyncio_scope,
@@ -220,8 +220,8 @@ def enter_cleanup_scope() -> tuple[CancelScope | None, Callable[[], Awaitable[No
         # sniffio's order, then asyncio while an asyncio task runs (without sniffio, anyio
         # takes asyncio while its loop runs, and no name is set).
         library = None if sniffio_thread_local is None else sniffio_thread_local.name
-        if library is None and sniffio_cvar is not None:
-            library = sniffio_cvar.get()
+        if library is None and sniffio_cvar_get is not None:
+            library = sniffio_cvar_get()
         if library is None or library == "asyncio":
             try:
                 task = running_task()
