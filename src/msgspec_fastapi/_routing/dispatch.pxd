@@ -42,8 +42,10 @@ cdef class RouteMatcher:
 
     cpdef tuple match(self, dict scope)
 
-    @cython.locals(params=dict, child=dict)
-    cdef tuple match_path(self, dict scope, path, list segments)
+    @cython.locals(params=dict)
+    cdef tuple match_params(self, dict scope, path, list segments)
+
+    cdef dict child_scope(self, dict params)
 
     cdef dict path_params(self, path, list segments)
 
@@ -113,13 +115,17 @@ cdef tuple match_entry(IndexEntry entry, dict scope, path, list segments)
 
 
 @cython.locals(route_path=object, path=str, segments=list, found=list, entries=list,
-               entry=IndexEntry, partial=tuple, match=object, child_scope=object,
+               entry=IndexEntry, partial=tuple, match=object, found_scope=object,
                position=Py_ssize_t)
 cdef tuple select(RouteIndex index, dict scope)
 
 
-@cython.locals(match=object, entry=IndexEntry, child_scope=dict, fastapi_scope=object,
-               limits=object)
+@cython.locals(entry=IndexEntry, matcher=RouteMatcher)
+cdef dict selected_child_scope(tuple selected)
+
+
+@cython.locals(match=object, entry=IndexEntry, found=object, fastapi_scope=object,
+               limits=object, matcher=RouteMatcher)
 cdef object dispatch(tuple selected, dict scope, receive, send)
 
 

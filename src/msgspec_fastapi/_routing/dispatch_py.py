@@ -109,31 +109,38 @@ class RouteMatcher:
         path = scope["path"]
         if scope.get("root_path"):
             path = get_route_path(scope)
-        return self.match_path(scope, path, None)
+        match, params = self.match_params(scope, path, None)
+        return match, self.child_scope(params)
 
-    def match_path(
+    def match_params(
         self, scope: Scope, path: str, segments: list[str] | None
-    ) -> tuple[Match, dict[str, Any]]:
-        """`match` of the request's route path, split on "/" where the caller has split it
-        (the index, for a path not ending in a newline)."""
+    ) -> tuple[Match, dict[str, Any] | None]:
+        """How the request's route path matches, and the path params of the child scope
+        (None where it does not match); the path split on "/" where the caller has split
+        it (the index, for a path not ending in a newline)."""
         params: dict[str, Any] | None
         if self.literal_path is not None:
             if path != self.literal_path and path != self.literal_path_nl:
-                return MATCH_NONE, {}
+                return MATCH_NONE, None
             params = {}
         else:
             params = self.path_params(path, segments)
             if params is None:
-                return MATCH_NONE, {}
+                return MATCH_NONE, None
             for key, convertor in self.convertors.items():
                 params[key] = convertor.convert(params[key])
         inherited = scope.get("path_params")
         if inherited:
             params = {**inherited, **params}
-        child = {"endpoint": self.endpoint, "path_params": params, "route": self.route}
         if scope["method"] not in self.methods:
-            return MATCH_PARTIAL, child
-        return MATCH_FULL, child
+            return MATCH_PARTIAL, params
+        return MATCH_FULL, params
+
+    def child_scope(self, params: dict[str, Any] | None) -> dict[str, Any]:
+        """The child scope FastAPI's test returns with these path params (None: none)."""
+        if params is None:
+            return {}
+        return {"endpoint": self.endpoint, "path_params": params, "route": self.route}
 
     def path_params(self, path: str, segments: list[str] | None) -> dict[str, Any] | None:
         """The regex's named groups for `path`, or None where it does not match."""
@@ -291,13 +298,15 @@ def candidates(index: RouteIndex, segments: list[str]) -> list[int]:
 
 def match_entry(
     entry: IndexEntry, scope: Scope, path: str, segments: list[str]
-) -> tuple[Any, dict[str, Any]]:
+) -> tuple[Any, dict[str, Any] | None]:
     """FastAPI's test of one route, as its route loop would run it (`path` the request's
-    route path, `segments` it split on "/")."""
+    route path, `segments` it split on "/"): the match, and the child scope, or for an
+    entry the index matches itself (ENTRY_MATCHER) the child scope's path params, the
+    rest of it left to be made where it is needed."""
     kind = entry.kind
     if kind == ENTRY_MATCHER:
         matcher: RouteMatcher = entry.matcher
-        return matcher.match_path(scope, path, segments)
+        return matcher.match_params(scope, path, segments)
     if kind == ENTRY_ROUTE:
         return entry.route.matches(scope)  # type: ignore[no-any-return]
     # An included APIRoute matches with its inclusion context in the scope, set and
@@ -316,8 +325,9 @@ def match_entry(
                 fastapi_scope[ROUTE_CONTEXT_KEY] = previous
 
 
-def select(index: RouteIndex, scope: Scope) -> tuple[Any, Any, dict[str, Any]] | None:
-    """(match, entry, child scope) of the route FastAPI's loop would pick, or None.
+def select(index: RouteIndex, scope: Scope) -> tuple[Any, Any, Any] | None:
+    """(match, entry, what `match_entry` found) of the route FastAPI's loop would pick, or
+    None.
 
     A match of MATCH_NONE (entry None) when no route matches; None hands the request to
     FastAPI, where a route only FastAPI can handle comes up, or the index cannot narrow.
@@ -340,24 +350,33 @@ def select(index: RouteIndex, scope: Scope) -> tuple[Any, Any, dict[str, Any]] |
         entry = entries[position]
         if entry.kind == ENTRY_FALLBACK:
             return None
-        match, child_scope = match_entry(entry, scope, path, segments)
+        match, found_scope = match_entry(entry, scope, path, segments)
         if match is MATCH_FULL:
-            return match, entry, child_scope
+            return match, entry, found_scope
         if match is MATCH_PARTIAL and partial is None:
-            partial = (match, entry, child_scope)
+            partial = (match, entry, found_scope)
     if partial is None:
         return MATCH_NONE, None, {}
     return partial
 
 
+def selected_child_scope(selected: tuple[Any, Any, Any]) -> dict[str, Any]:
+    """The child scope FastAPI's test gives for a `select` result."""
+    _, entry, found = selected
+    if entry is not None and entry.kind == ENTRY_MATCHER:
+        matcher: RouteMatcher = entry.matcher
+        return matcher.child_scope(found)
+    return found  # type: ignore[no-any-return]
+
+
 def dispatch(
-    selected: tuple[Any, IndexEntry, dict[str, Any]], scope: Scope, receive: Receive, send: Send
+    selected: tuple[Any, IndexEntry, Any], scope: Scope, receive: Receive, send: Send
 ) -> Awaitable[None]:
     """Hand the request to the selected route, the scope set as FastAPI's router sets it."""
-    match, entry, child_scope = selected
+    match, entry, found = selected
     if entry.kind == ENTRY_ROUTE:
         # The application's loop: merge the child scope, report, handle.
-        update_scope(scope, child_scope)
+        update_scope(scope, found)
         if scope.get(TELEMETRY_SCOPE_KEY) is not None:
             route_selected(scope=scope, path=entry.path_format, mount=entry.is_mount)
         return entry.route.handle(scope, receive, send)  # type: ignore[no-any-return]
@@ -367,7 +386,14 @@ def dispatch(
         apply_form_limits(scope, limits)
     if entry.included is not None:
         fastapi_scope[INCLUDED_ROUTER_KEY] = entry.included
-    scope.update(child_scope)
+    if entry.kind == ENTRY_MATCHER:
+        # The child scope's entries, in its order, as `scope.update` would set them.
+        matcher: RouteMatcher = entry.matcher
+        scope["endpoint"] = matcher.endpoint
+        scope["path_params"] = found
+        scope["route"] = matcher.route
+    else:
+        scope.update(found)
     if scope.get(TELEMETRY_SCOPE_KEY) is not None:
         route_selected(scope=scope, path=entry.path_format, mount=False)
     fastapi_scope[ROUTE_CONTEXT_KEY] = entry.context
@@ -455,7 +481,7 @@ def router_matches(router: Any, scope: Scope) -> tuple[Any, Scope]:
     if included is not None:
         selected = select(included_index(router, included), scope)
         if selected is not None:
-            return selected[0], selected[2]
+            return selected[0], selected_child_scope(selected)
     return API_ROUTER_MATCHES(router, scope)
 
 
