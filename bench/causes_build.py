@@ -63,6 +63,8 @@ BUILDS = {
     "-DCYTHON_UNPACK_METHODS=0": Build(cflags="-DCYTHON_UNPACK_METHODS=0"),
     # GCC's profile-guided optimisation, trained on the routes measured.
     "pgo": Build(trained=True),
+    # Cython's traceback function declared cold (GCC): its callers' error paths unlikely.
+    "cold-traceback": Build(cflags=f"-include {BENCH / 'cold_traceback.h'}"),
     # One- and no-argument functions called by METH_O/METH_NOARGS: they then refuse their
     # argument by keyword, so not safe to adopt without checking every caller.
     "always_allow_keywords=False": Build(directives={"always_allow_keywords": "False"}),
