@@ -49,3 +49,5 @@ cdef class Outer:
     cdef public bint debug
     cdef public object handler
     cdef public bint handler_is_async
+
+    cdef bint runs_body_limit(self, scope)

@@ -290,13 +290,14 @@ class Outer:
         # Without user middleware or a body limit to run, `inner` runs this entry's layers
         # in its own coroutine: one coroutine per request for the whole entry.
         inner = self.inner
-        if (
-            inner is not None
-            and scope["type"] == "http"
-            and (self.body_limit is None or not (self.limited or BODY_LIMIT_SCOPE_KEY in scope))
-        ):
+        if inner is not None and scope["type"] == "http" and not self.runs_body_limit(scope):
             return inner.handle(scope, receive, Tracker(send), self)
         return self.serve(scope, receive, send)
+
+    def runs_body_limit(self, scope: Scope) -> bool:
+        """Whether the body limit has work to do: the application has a limit, or an
+        enclosing application set one in the scope."""
+        return self.body_limit is not None and (self.limited or BODY_LIMIT_SCOPE_KEY in scope)
 
     async def serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The layers around `app`, or around the body limit where it has work to do."""
@@ -311,7 +312,8 @@ class Outer:
             return
         tracker = Tracker(send)
         try:
-            if self.body_limit is not None and (self.limited or BODY_LIMIT_SCOPE_KEY in scope):
+            if self.runs_body_limit(scope):
+                assert self.body_limit is not None  # what runs_body_limit asks first
                 await self.body_limit(scope, receive, tracker)
             else:
                 await self.app(scope, receive, tracker)
