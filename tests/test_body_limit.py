@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from raw_asgi import DISCONNECT, JSON, Message, Reply, body_messages, scope_for, send_messages
 from twins import Twin
 
@@ -52,7 +52,18 @@ def post(
     return asyncio.run(send_messages(app, scope, messages, then="wait"))
 
 
-def city_app(router: MsgspecRouter, calls: list[City], **route_options: Any) -> FastAPI:
+async def no_op() -> None:
+    return None
+
+
+def city_app(
+    router: MsgspecRouter, calls: list[City], dependency: bool = False, **route_options: Any
+) -> FastAPI:
+    """A POST route taking a City; with `dependency`, the route also has a dependency,
+    which the dependency executor reads the body for."""
+    if dependency:
+        route_options["dependencies"] = [Depends(no_op)]
+
     @router.post("/cities", **route_options)
     async def create(city: City) -> City:
         calls.append(city)
@@ -63,20 +74,29 @@ def city_app(router: MsgspecRouter, calls: list[City], **route_options: Any) -> 
     return app
 
 
-def test_body_split_into_one_byte_messages_decodes_as_one_message(router: MsgspecRouter) -> None:
+@pytest.fixture(params=[False, True], ids=["a route", "a route with a dependency"])
+def dependency(request: pytest.FixtureRequest) -> bool:
+    return bool(request.param)
+
+
+def test_body_split_into_one_byte_messages_decodes_as_one_message(
+    router: MsgspecRouter, dependency: bool
+) -> None:
     calls: list[City] = []
-    reply = post(city_app(router, calls), chunks(CITY, 1))
+    reply = post(city_app(router, calls, dependency), chunks(CITY, 1))
     assert (reply.status, reply.body) == (200, CITY)
     assert calls == [City("Lyon", 522250)]
 
 
-def test_empty_messages_between_chunks_change_nothing(router: MsgspecRouter) -> None:
+def test_empty_messages_between_chunks_change_nothing(
+    router: MsgspecRouter, dependency: bool
+) -> None:
     calls: list[City] = []
     messages = []
     for message in chunks(CITY, 7):
         messages.append({"type": "http.request", "body": b"", "more_body": True})
         messages.append(message)
-    reply = post(city_app(router, calls), messages)
+    reply = post(city_app(router, calls, dependency), messages)
     assert (reply.status, reply.body) == (200, CITY)
     assert calls == [City("Lyon", 522250)]
 
@@ -92,10 +112,10 @@ EMPTY_PART = {"type": "http.request", "body": b"", "more_body": True}
     ids=["before the body", "mid-body", "after an empty message"],
 )
 def test_client_leaving_mid_body_gets_nothing_and_no_exception_reaches_the_server(
-    router: MsgspecRouter, messages: list[Message], max_body_size: int | None
+    router: MsgspecRouter, messages: list[Message], max_body_size: int | None, dependency: bool
 ) -> None:
     calls: list[City] = []
-    app = city_app(router, calls, max_body_size=max_body_size)
+    app = city_app(router, calls, dependency, max_body_size=max_body_size)
 
     reply = post(app, messages)  # an exception escaping the app fails the test here
 
@@ -104,29 +124,51 @@ def test_client_leaving_mid_body_gets_nothing_and_no_exception_reaches_the_serve
     assert calls == []
 
 
-def test_body_over_the_route_limit_is_413_with_fastapis_payload(router: MsgspecRouter) -> None:
+def test_body_over_the_route_limit_is_413_with_fastapis_payload(
+    router: MsgspecRouter, dependency: bool
+) -> None:
     calls: list[City] = []
-    reply = post(city_app(router, calls, max_body_size=len(CITY) - 1), chunks(CITY, len(CITY)))
+    reply = post(
+        city_app(router, calls, dependency, max_body_size=len(CITY) - 1), chunks(CITY, len(CITY))
+    )
     assert (reply.status, reply.json()) == (413, {"detail": "Content Too Large"})
     assert calls == []
 
 
-def test_body_at_the_route_limit_is_accepted(router: MsgspecRouter) -> None:
-    reply = post(city_app(router, [], max_body_size=len(CITY)), chunks(CITY, 5))
+def test_body_at_the_route_limit_is_accepted(router: MsgspecRouter, dependency: bool) -> None:
+    reply = post(city_app(router, [], dependency, max_body_size=len(CITY)), chunks(CITY, 5))
+    assert (reply.status, reply.body) == (200, CITY)
+
+
+def test_body_in_one_message_at_the_route_limit_is_accepted(
+    router: MsgspecRouter, dependency: bool
+) -> None:
+    reply = post(city_app(router, [], dependency, max_body_size=len(CITY)), body_messages([CITY]))
+    assert (reply.status, reply.body) == (200, CITY)
+    assert reply.received == 1
+
+
+def test_message_of_another_type_before_the_body_is_skipped(
+    router: MsgspecRouter, dependency: bool
+) -> None:
+    messages = [{"type": "http.unknown"}, *body_messages([CITY])]
+    reply = post(city_app(router, [], dependency, max_body_size=100), messages)
     assert (reply.status, reply.body) == (200, CITY)
 
 
 def test_declared_content_length_over_the_limit_is_413_before_reading(
-    router: MsgspecRouter,
+    router: MsgspecRouter, dependency: bool
 ) -> None:
-    app = city_app(router, [], max_body_size=10)
+    app = city_app(router, [], dependency, max_body_size=10)
     reply = post(app, chunks(CITY, 1), content_length=len(CITY))
     assert (reply.status, reply.body) == (413, DECLARED_TOO_LARGE)
     assert reply.received == 0
 
 
-def test_streamed_body_is_refused_as_soon_as_it_crosses_the_limit(router: MsgspecRouter) -> None:
-    reply = post(city_app(router, [], max_body_size=5), chunks(CITY, 1))
+def test_streamed_body_is_refused_as_soon_as_it_crosses_the_limit(
+    router: MsgspecRouter, dependency: bool
+) -> None:
+    reply = post(city_app(router, [], dependency, max_body_size=5), chunks(CITY, 1))
     assert (reply.status, reply.json()) == (413, {"detail": "Content Too Large"})
     assert reply.received == 6  # the sixth byte crossed the limit; the rest was never read
 

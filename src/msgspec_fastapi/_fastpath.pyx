@@ -250,14 +250,27 @@ cdef inline bint all_of_class(object items, object cls):
     return True
 
 
-async def receive_body(receive, Py_ssize_t limit):
-    """The whole request body; a 413 as soon as it exceeds `limit` (unless -1)."""
+cdef inline object one_message_body(dict message, Py_ssize_t limit):
+    """The body where its first message brings all of it, else None; see `_fastpath_py`."""
+    cdef bytes chunk
+    if message["type"] != "http.request" or message.get("more_body", False):
+        return None
+    chunk = message.get("body", b"")
+    if chunk is None:
+        return None
+    if 0 <= limit < len(chunk):
+        raise body_too_large()
+    return chunk
+
+
+async def receive_body(receive, Py_ssize_t limit, dict message=None):
+    """The whole request body from `message` on; a 413 as soon as it exceeds `limit`."""
     cdef list chunks = []
-    cdef dict message
     cdef bytes chunk
     cdef Py_ssize_t total = 0
     while True:
-        message = await receive()
+        if message is None:
+            message = await receive()
         kind = message["type"]
         if kind == "http.request":
             chunk = message.get("body", b"")
@@ -270,6 +283,7 @@ async def receive_body(receive, Py_ssize_t limit):
                 break
         elif kind == "http.disconnect":
             raise ClientDisconnect()
+        message = None
     if len(chunks) == 1:
         return chunks[0]
     return b"".join(chunks)
@@ -652,6 +666,12 @@ cdef class RouteRuntime:
         self.check_declared_length(scope["headers"])
         return await receive_body(receive, self.max_body_size)
 
+    def one_message_body(self, dict message):
+        return one_message_body(message, self.max_body_size)
+
+    async def read_rest(self, receive, dict message):
+        return await receive_body(receive, self.max_body_size, message)
+
     def parse_body(self, scope, bytes raw):
         if not raw:
             if self.embedded:
@@ -908,11 +928,14 @@ cdef class RouteRuntime:
             await self.traced_app(scope, receive, send)
             return
         try:
-            # read_raw's steps, inline: two coroutines less per request.
+            # read_raw's steps, inline: no coroutine of their own for a body in one message.
             if self.max_body_size >= 0:
                 self.check_declared_length(scope["headers"])
             if self.has_body:
-                raw = await receive_body(receive, self.max_body_size)
+                message = await receive()
+                raw = one_message_body(message, self.max_body_size)
+                if raw is None:
+                    raw = await receive_body(receive, self.max_body_size, message)
                 body = self.parse_body(scope, raw)
             values, errors = self.extract_params(scope)
             if self.models:
@@ -1135,7 +1158,10 @@ cdef class PydanticRuntime(RouteRuntime):
             if self.max_body_size >= 0:
                 self.check_declared_length(scope["headers"])
             if self.has_body:
-                raw = await receive_body(receive, self.max_body_size)
+                message = await receive()
+                raw = one_message_body(message, self.max_body_size)
+                if raw is None:
+                    raw = await receive_body(receive, self.max_body_size, message)
                 if (
                     self.json_validator is not None
                     and raw

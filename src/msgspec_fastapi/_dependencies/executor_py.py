@@ -716,8 +716,15 @@ class DependencyRoute:
                 except ClientDisconnect:
                     return None  # the client left mid-body: nothing to answer or raise
             elif self.has_body:
+                # read_raw's steps, so that a body in one message needs no coroutine.
+                if self.checks_length:
+                    runtime.check_declared_length(scope["headers"])
                 try:
-                    state.raw = await runtime.read_raw(scope, receive)
+                    message = await receive()
+                    raw = runtime.one_message_body(message)
+                    if raw is None:
+                        raw = await runtime.read_rest(receive, message)
+                    state.raw = raw
                 except ClientDisconnect:
                     return None  # the client left mid-body: nothing to answer or raise
                 # 415 and 400 (FastAPI's 422 for malformed JSON) here, before any
