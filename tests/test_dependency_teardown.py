@@ -191,6 +191,12 @@ def sync_does_not_stop() -> Iterator[str]:
     yield "again"
 
 
+async def fails_in_teardown() -> AsyncIterator[str]:
+    yield "value"
+    LOG.append("failing teardown")
+    raise ValueError("teardown")
+
+
 async def does_not_stop() -> AsyncIterator[str]:
     try:
         yield "value"
@@ -567,6 +573,21 @@ def test_an_async_generator_that_does_not_stop_fails_as_in_fastapi(twin: Twin) -
     log = both(twin, build, "/again")
     assert log.index("second yield") < log.index("closed")
     assert ("left the app", ["RuntimeError"]) in log
+
+
+def test_a_teardown_failing_after_success_passes_its_exception_to_the_earlier_ones(
+    twin: Twin,
+) -> None:
+    def build(router: APIRouter) -> None:
+        @router.get("/fails")
+        async def fails(
+            a: Annotated[str, Depends(session)], f: Annotated[str, Depends(fails_in_teardown)]
+        ) -> str:
+            return a + f
+
+    log = both(twin, build, "/fails")
+    assert log.index("failing teardown") < log.index(("thrown in", "ValueError"))
+    assert ("left the app", ["ValueError"]) in log
 
 
 def test_an_async_generator_that_does_not_yield_fails_as_in_fastapi(twin: Twin) -> None:

@@ -88,6 +88,8 @@ cdef class Teardown:
     cdef public bint was_shielded
 
     cpdef object first(self)
+    cpdef object shield_exit(self)
+    cpdef object due_checkpoint(self, object cleanup)
 
 
 cpdef Teardown prepare_generator(Op step, dict kwargs, RequestState state, bint on_stacks)

@@ -173,16 +173,42 @@ class RequestState:
         """Close `exits` last first with no exception in flight, as `teardown.unwind`
         would, while each closes cleanly; the exception the first one to fail raised
         (None: all closed), the rest left in `exits` for `unwind` to take up. Closing
-        without an exception needs no Python frame (see `_dependencies.teardown`)."""
+        without an exception needs no Python frame (see `_dependencies.teardown`), and a
+        teardown is closed here as its `__aexit__` would close it, without a coroutine of
+        its own."""
         while exits:
             entry = exits.pop()
-            try:
-                if isinstance(entry, Teardown):
-                    await entry.__aexit__(None, None, None)
-                else:  # the cleanup scope
+            if not isinstance(entry, Teardown):  # the cleanup scope
+                try:
                     entry.__exit__(None, None, None)
+                except BaseException as raised:
+                    return raised
+                continue
+            teardown: Teardown = entry
+            cleanup = teardown.shield_exit()
+            failure: BaseException | None = None
+            stopped = False
+            try:
+                await teardown.gen.__anext__()
+            except StopAsyncIteration:
+                stopped = True
             except BaseException as raised:
-                return raised
+                failure = raised
+            if not stopped and failure is None:
+                try:
+                    await stop_refused(teardown.gen, "generator didn't stop")
+                except BaseException as raised:
+                    failure = raised
+            if cleanup is not None:
+                cleanup.shield = teardown.was_shielded
+            if failure is not None:
+                return failure
+            checkpoint = teardown.due_checkpoint(cleanup)
+            if checkpoint is not None:
+                try:
+                    await checkpoint()
+                except BaseException as raised:
+                    return raised
         return None
 
 
@@ -303,14 +329,29 @@ class Teardown:
         except StopAsyncIteration:
             raise RuntimeError(NO_YIELD) from None
 
+    def shield_exit(self) -> CancelScope | None:
+        """The request's cleanup scope, shielded for the exit, where the exit is shielded
+        (0.165's); else None."""
+        cleanup = self.cleanup if self.checkpoint is not None else None
+        if cleanup is not None:
+            cleanup.shield = True
+        return cleanup
+
+    def due_checkpoint(self, cleanup: CancelScope | None) -> Callable[[], Awaitable[None]] | None:
+        """The shielded exit's checkpoint, to await after an exit that raised nothing, or
+        None: where the cleanup scope is left out, it is due only while the task is inside
+        a cancel scope (else it would return at once)."""
+        checkpoint = self.checkpoint
+        if checkpoint is None or (cleanup is None and not in_a_cancel_scope(self.task)):
+            return None
+        return checkpoint
+
     async def __aexit__(self, typ: Any, exc: Any, tb: Any) -> bool:
         """`_AsyncGeneratorContextManager.__aexit__`, inside 0.165's shielded exit where
         there is one. Without an exception the generator is resumed here rather than in
-        `throw`: one coroutine less on every request."""
-        checkpoint = self.checkpoint
-        cleanup = self.cleanup if checkpoint is not None else None
-        if cleanup is not None:
-            cleanup.shield = True
+        `throw`: one coroutine less (`RequestState.close_exits` closes a teardown so
+        without this one)."""
+        cleanup = self.shield_exit()
         try:
             if typ is None:
                 suppressed = stopped = False
@@ -325,13 +366,8 @@ class Teardown:
         finally:
             if cleanup is not None:
                 cleanup.shield = self.was_shielded
-        # The checkpoint of the shielded exit; where the cleanup scope is left out, only
-        # while the task is inside a cancel scope (else it would return at once).
-        if (
-            checkpoint is not None
-            and (typ is None or suppressed)
-            and (cleanup is not None or in_a_cancel_scope(self.task))
-        ):
+        checkpoint = self.due_checkpoint(cleanup) if typ is None or suppressed else None
+        if checkpoint is not None:
             await checkpoint()
         return suppressed
 
