@@ -349,8 +349,8 @@ class Teardown:
     async def __aexit__(self, typ: Any, exc: Any, tb: Any) -> bool:
         """`_AsyncGeneratorContextManager.__aexit__`, inside 0.165's shielded exit where
         there is one. Without an exception the generator is resumed here rather than in
-        `throw`: one coroutine less (`RequestState.close_exits` closes a teardown so
-        without this one)."""
+        `throw`: one coroutine less. After success the executor does not come here:
+        `RequestState.close_exits` closes the teardown in its own loop."""
         cleanup = self.shield_exit()
         try:
             if typ is None:
