@@ -19,8 +19,13 @@ own set-up) drops out, and what is left is the steady state of one more request.
 All of them are deterministic for a given build: address randomisation is off and the
 hash seed fixed, as in icount.py.
 
+`--server` counts the same figures for the whole uvicorn process serving the dependency
+routes (icount.py's --deps --server run, requests sent over loopback one at a time): the
+server's own code competes with the framework's for the first-level caches there.
+
     python bench/causes.py                                  # make bench-causes
     python bench/causes.py --variants compiled --routes get,deps/two-get --requests 50
+    python bench/causes.py --server                         # behind uvicorn
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ from tables import table
 
 VARIANTS = ("compiled", "pure", "blacksheep", "bare")
 ROUTES = ("get", "list", "validate", "search", "deps/two-get", "deps/two-post")
+# The routes --server counts: those BlackSheep's --deps app serves too.
+SERVER_ROUTES = ("deps/two-get", "deps/two-post")
 BASE = "blacksheep"
 # A common first level of current x86 cores (32 KiB, 8-way, 64-byte lines, each of
 # instruction and data); the last level matters little here and is only required.
@@ -61,18 +68,35 @@ SPLIT = {"interpreter": ("interpreter",), "framework": ("ours", "blacksheep")}
 
 
 def counted(
-    variant: str, route: str, requests: int, library: Path, folder: Path, env: dict[str, str]
+    variant: str,
+    route: str,
+    requests: int,
+    library: Path,
+    folder: Path,
+    env: dict[str, str],
+    server: bool = False,
 ) -> dict[str, float]:
-    """The events and allocator calls of one batch of `requests` requests."""
+    """The events and allocator calls of one batch of `requests` requests, in process or,
+    with `server`, behind uvicorn (the whole server process counted)."""
     out_prefix = folder / f"{variant}.{route.replace('/', '.')}.{requests}"
-    command = [*icount.valgrind(cache_sim=True), *CACHE_MODEL]
-    command += [f"--callgrind-out-file={out_prefix}", sys.executable, icount.__file__]
-    command += ["--worker", variant, route, str(requests), str(library)]
-    result = subprocess.run(
-        command, env={**env, "PYTHONHASHSEED": "0"}, capture_output=True, text=True, check=False
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"{variant} {route} failed under valgrind:\n{result.stderr[-3000:]}")
+    if server:
+        out_prefix.mkdir()
+        out_prefix = icount.run_server(
+            variant, route, requests, library, out_prefix, True, CACHE_MODEL, env
+        )
+    else:
+        command = [*icount.valgrind(cache_sim=True), *CACHE_MODEL]
+        command += [f"--callgrind-out-file={out_prefix}", sys.executable, icount.__file__]
+        command += ["--worker", variant, route, str(requests), str(library)]
+        result = subprocess.run(
+            command,
+            env={**env, "PYTHONHASHSEED": "0"},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"{variant} {route} failed under valgrind:\n{result.stderr[-3000:]}")
     events = icount.read_events(out_prefix)
     found: dict[str, float] = {
         "instructions": events["Ir"],
@@ -88,11 +112,17 @@ def counted(
 
 
 def per_request(
-    variant: str, route: str, requests: int, library: Path, folder: Path, env: dict[str, str]
+    variant: str,
+    route: str,
+    requests: int,
+    library: Path,
+    folder: Path,
+    env: dict[str, str],
+    server: bool = False,
 ) -> dict[str, float]:
     """Each figure of one request more: the batch of 2N less the batch of N, over N."""
-    once = counted(variant, route, requests, library, folder, env)
-    twice = counted(variant, route, 2 * requests, library, folder, env)
+    once = counted(variant, route, requests, library, folder, env, server)
+    twice = counted(variant, route, 2 * requests, library, folder, env, server)
     return {key: (twice[key] - once[key]) / requests for key in once}
 
 
@@ -102,8 +132,9 @@ def measure(
     requests: int,
     jobs: int,
     env: dict[str, str] | None = None,
+    server: bool = False,
 ) -> dict[str, dict[str, dict[str, float]]]:
-    """route -> variant -> figure -> value per request."""
+    """route -> variant -> figure -> value per request; with `server`, behind uvicorn."""
     environment = dict(os.environ if env is None else env)
     with tempfile.TemporaryDirectory(prefix="causes-") as tmp:
         folder = Path(tmp)
@@ -113,7 +144,7 @@ def measure(
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = {
                 case: pool.submit(
-                    per_request, case[1], case[0], requests, library, folder, environment
+                    per_request, case[1], case[0], requests, library, folder, environment, server
                 )
                 for case in cases
             }
@@ -164,21 +195,37 @@ def columns(
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--variants", default=",".join(VARIANTS))
-    parser.add_argument("--routes", default=",".join(ROUTES))
+    parser.add_argument(
+        "--variants", help=f"default {','.join(VARIANTS)}; with --server, all but bare"
+    )
+    parser.add_argument("--routes", help=f"default {','.join(ROUTES)}")
     parser.add_argument("--requests", type=int, default=100, help="N: batches of N and 2N")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--json", type=Path, help="write the table and the figures here")
+    parser.add_argument(
+        "--server",
+        action="store_true",
+        help="count the whole uvicorn process serving the route (deps/ routes only;"
+        " default routes deps/two-get,deps/two-post), as icount.py --deps --server",
+    )
     args = parser.parse_args()
-    variants = [v for v in args.variants.split(",") if v]
-    routes = [r for r in args.routes.split(",") if r]
+    default_variants = [v for v in VARIANTS if not (args.server and v == "bare")]
+    variants = [v for v in (args.variants or ",".join(default_variants)).split(",") if v]
+    default_routes = ",".join(SERVER_ROUTES if args.server else ROUTES)
+    routes = [r for r in (args.routes or default_routes).split(",") if r]
     if args.requests < 1:
         parser.error("--requests below 1")
-    found = measure(variants, routes, args.requests, args.jobs)
+    if args.server:
+        if unserved := [r for r in routes if r not in SERVER_ROUTES]:
+            parser.error(f"--server counts {', '.join(SERVER_ROUTES)} only, not {unserved}")
+        if "bare" in variants:
+            parser.error("--server: the bare app has no dependency routes")
+    found = measure(variants, routes, args.requests, args.jobs, server=args.server)
     base = BASE if BASE in variants else variants[0]
+    where = "behind uvicorn, the whole server process" if args.server else "in process"
     title = (
-        f"Per request, by cause (callgrind, one request more over batches of {args.requests:,}"
-        f" and {2 * args.requests:,}); vs {base}: ratio to {base}'s figure"
+        f"Per request, by cause ({where}; callgrind, one request more over batches of"
+        f" {args.requests:,} and {2 * args.requests:,}); vs {base}: ratio to {base}'s figure"
     )
     print(title)
     print(table(columns(base), rows(found, base), right_from=2))
@@ -189,7 +236,13 @@ def main() -> int:
             "run": run_record(versions(("fastapi", "starlette", "msgspec", "blacksheep"))),
             "columns": columns(base),
             "rows": rows(found, base),
-            "meta": {"requests": args.requests, "cache_model": list(CACHE_MODEL)},
+            "meta": {
+                "requests": args.requests,
+                "cache_model": list(CACHE_MODEL),
+                "server": "uvicorn (httptools, asyncio loop), as micro.py --deps --server"
+                if args.server
+                else None,
+            },
             "per_request": found,
         }
         document["run"]["note"] = (

@@ -246,12 +246,28 @@ def count_server(
 ) -> dict[str, float]:
     """Events per request of `variant`'s --deps app behind uvicorn, under callgrind; every
     answer checked against the expected one."""
+    return per_request(run_server(variant, route, requests, library, folder, cache_sim), requests)
+
+
+def run_server(
+    variant: str,
+    route: str,
+    requests: int,
+    library: Path,
+    folder: Path,
+    cache_sim: bool = False,
+    options: tuple[str, ...] = (),
+    environ: dict[str, str] | None = None,
+) -> Path:
+    """Run `variant`'s --deps app behind uvicorn under callgrind (with valgrind's further
+    `options`, in `environ`, os.environ by default) for one counted batch of `requests`;
+    the prefix of the batch's dump (`<prefix>.1`)."""
     case = deps.CASES[route.removeprefix(DEPS_PREFIX)]
     out_prefix = folder / f"callgrind.server.{variant}.{case.key}"
     port = free_port()
     report = folder / f"server.{variant}.{case.key}.json"
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    command = valgrind(cache_sim)
+    env = dict(os.environ if environ is None else environ, PYTHONHASHSEED="0")
+    command = [*valgrind(cache_sim), *options]
     command += [f"--callgrind-out-file={out_prefix}", sys.executable, "-m", "micro.serve"]
     command += [variant, "--app", "deps", "--port", str(port), "--report", str(report)]
     command += ["--icount", f"{library}:{SERVER_WARMUP}:{requests}"]
@@ -288,7 +304,7 @@ def count_server(
         if server.poll() is None:
             server.send_signal(signal.SIGINT)
         server.wait(timeout=120)
-    return per_request(out_prefix, requests)
+    return out_prefix
 
 
 def label(case: str) -> str:
