@@ -250,9 +250,9 @@ def main() -> int:
             " caches; allocations: blocks asked of an allocator by code outside the"
             " allocators; "
             + (
-                "behind uvicorn, the instructions and the misses vary between runs by up to"
-                " about 2% (the server's own work between requests); the misses in each"
-                " framework's own modules and the allocations repeat"
+                "behind uvicorn, the instructions vary between runs by up to about 5%, the"
+                " misses by up to about 3% and the allocations by a few (the server's own"
+                " work between requests); the misses in each framework's own modules repeat"
                 if args.server
                 else "deterministic counts, which the machine's load does not change"
             )
