@@ -422,6 +422,32 @@ def test_the_file_exit_stack_sees_the_exception_and_may_swallow_it(twin: Twin) -
     assert (sent, raised, seen) == ([], None, [ValueError, ValueError])
 
 
+def test_a_context_entered_on_the_file_exit_stack_exits_when_the_request_ends(
+    twin: Twin,
+) -> None:
+    events: list[str] = []
+
+    @asynccontextmanager
+    async def opened() -> AsyncIterator[None]:
+        events.append("entered")
+        yield
+        events.append("exited")
+
+    def build(twin: Twin) -> FastAPI:
+        app = FastAPI()
+
+        @app.get("/")
+        async def enter(request: Request) -> dict[str, bool]:
+            await request.scope["fastapi_middleware_astack"].enter_async_context(opened())
+            return {"entered": True}
+
+        return app
+
+    sent, raised = both(twin, build)
+    assert (status_of(sent), raised) == (200, None)
+    assert events == ["entered", "exited"] * 2
+
+
 def test_root_path_url_for_app_and_state_are_handed_on(twin: Twin) -> None:
     def build(twin: Twin) -> FastAPI:
         app = FastAPI()

@@ -22,6 +22,7 @@ import inspect
 import json
 import os
 import sys
+from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import AbstractContextManager, AsyncExitStack
 from functools import cache, partial
@@ -1104,6 +1105,52 @@ def exception_middleware_handlers(middleware: Any) -> tuple[dict[Any, Any], dict
 # The deque of an AsyncExitStack's callbacks: empty when nothing was pushed onto it. A
 # name, not a function: the entry reads it on every request.
 EXIT_CALLBACKS_ATTR = "_exit_callbacks"
+
+
+class FileStack(AsyncExitStack):
+    """The AsyncExitStack the entry makes per request for FastAPI's form files, made
+    without the Python frame of contextlib's `__init__` and without its deque of
+    callbacks, which the first callback pushed onto it makes: most requests push none.
+    Until then the deque's attribute is the class's empty tuple, so the stack reads as
+    empty wherever contextlib or the entry look. Every push of contextlib's stacks goes
+    through `_push_exit_callback` (`file_stack_class` checks that it does)."""
+
+    __init__ = object.__init__
+    _exit_callbacks: Any = ()
+
+    def _push_exit_callback(self, callback: Any, is_sync: bool = True) -> None:
+        if self._exit_callbacks is FileStack._exit_callbacks:
+            self._exit_callbacks = deque()
+        super()._push_exit_callback(callback, is_sync)  # type: ignore[misc]
+
+
+def file_stack_class() -> type[AsyncExitStack]:
+    """`FileStack` where this Python's contextlib keeps a stack's callbacks as
+    FileStack expects (a deque made by `__init__`, and every kind of push appended to it
+    by `_push_exit_callback`), else AsyncExitStack itself."""
+
+    async def async_callback() -> None:
+        return None
+
+    def exit_callback(*details: Any) -> None:
+        return None
+
+    try:
+        if type(vars(AsyncExitStack()).get(EXIT_CALLBACKS_ATTR)) is not deque:
+            return AsyncExitStack
+        probe = FileStack()
+        probe.push(exit_callback)
+        probe.callback(exit_callback)
+        probe.push_async_exit(exit_callback)
+        probe.push_async_callback(async_callback)
+        callbacks = getattr(probe, EXIT_CALLBACKS_ATTR)
+    except Exception:  # a contextlib other than CPython 3.10 to 3.13's
+        return AsyncExitStack
+    return FileStack if type(callbacks) is deque and len(callbacks) == 4 else AsyncExitStack
+
+
+# The class of the entry's per-request file stack, chosen once.
+FILE_STACK_CLASS: type[AsyncExitStack] = file_stack_class()
 
 
 # -- FastAPI's native telemetry test: `FastAPI.__call__` (0.165) asks

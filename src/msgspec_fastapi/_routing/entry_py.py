@@ -9,8 +9,8 @@ request passes one coroutine of the entry. Everything those layers decide per re
 from state fixed at startup (the handlers, the debug page, the limit) is decided once, by
 `stack` when FastAPI builds its stack; per request the entry makes one send
 wrapper (it must know whether the response started), an unentered exit stack for
-FastAPI's file closing (closed only if something was pushed onto it), and a Request only
-for an exception handler.
+FastAPI's file closing (`_compat.FileStack`: no deque of callbacks until one is pushed,
+and closed only if one was), and a Request only for an exception handler.
 
 One source: run as it is by the pure twin, compiled by Cython as `_routing.entry` (with
 `entry.pxd`) for the compiled one.
@@ -19,7 +19,6 @@ One source: run as it is by the pure twin, compiled by Cython as `_routing.entry
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from contextlib import AsyncExitStack
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
@@ -31,6 +30,7 @@ from .._compat import (
     BODY_LIMIT_SCOPE_KEY,
     EXCEPTION_HANDLERS_KEY,
     EXIT_CALLBACKS_ATTR,
+    FILE_STACK_CLASS,
     FILE_STACK_KEY,
     lookup_exception_handler,
     record_exception,
@@ -187,7 +187,7 @@ class Inner:
         """The request through the two layers, `tracker` its send; with `outer`, through
         its layers too (it has none of its own to run between), in this one coroutine."""
         scope[EXCEPTION_HANDLERS_KEY] = self.handlers
-        stack = AsyncExitStack()
+        stack = FILE_STACK_CLASS()
         scope[FILE_STACK_KEY] = stack
         handled: Exception | None = None
         app: Any = self.app
