@@ -1144,7 +1144,7 @@ def file_stack_class() -> type[AsyncExitStack]:
         probe.push_async_exit(exit_callback)
         probe.push_async_callback(async_callback)
         callbacks = getattr(probe, EXIT_CALLBACKS_ATTR)
-    except Exception:  # a contextlib other than CPython 3.10 to 3.13's
+    except Exception:  # a contextlib that keeps its callbacks some other way
         return AsyncExitStack
     return FileStack if type(callbacks) is deque and len(callbacks) == 4 else AsyncExitStack
 
