@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -85,18 +84,7 @@ def counted(
             variant, route, requests, library, out_prefix, True, CACHE_MODEL, env
         )
     else:
-        command = [*icount.valgrind(cache_sim=True), *CACHE_MODEL]
-        command += [f"--callgrind-out-file={out_prefix}", sys.executable, icount.__file__]
-        command += ["--worker", variant, route, str(requests), str(library)]
-        result = subprocess.run(
-            command,
-            env={**env, "PYTHONHASHSEED": "0"},
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if result.returncode != 0:
-            raise RuntimeError(f"{variant} {route} failed under valgrind:\n{result.stderr[-3000:]}")
+        icount.run_in_process(variant, route, requests, library, out_prefix, True, CACHE_MODEL, env)
     events = icount.read_events(out_prefix)
     found: dict[str, float] = {
         "instructions": events["Ir"],

@@ -227,13 +227,29 @@ def count(
 ) -> dict[str, float]:
     """Events per request (see read_events) of `variant` on `route`, in process."""
     out_prefix = folder / f"callgrind.{variant}.{route.replace('/', '.')}"
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    command = [*valgrind(cache_sim), f"--callgrind-out-file={out_prefix}"]
+    run_in_process(variant, route, requests, library, out_prefix, cache_sim)
+    return per_request(out_prefix, requests)
+
+
+def run_in_process(
+    variant: str,
+    route: str,
+    requests: int,
+    library: Path,
+    out_prefix: Path,
+    cache_sim: bool = False,
+    options: tuple[str, ...] = (),
+    environ: dict[str, str] | None = None,
+) -> None:
+    """Run the worker of `variant` on `route` under callgrind (with valgrind's further
+    `options`, in `environ`, os.environ by default) for one counted batch of `requests`,
+    dumped to `<out_prefix>.1`."""
+    env = dict(os.environ if environ is None else environ, PYTHONHASHSEED="0")
+    command = [*valgrind(cache_sim), *options, f"--callgrind-out-file={out_prefix}"]
     command += [sys.executable, __file__, "--worker", variant, route, str(requests), str(library)]
     result = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise RuntimeError(f"{variant} {route} failed under valgrind:\n{result.stderr[-3000:]}")
-    return per_request(out_prefix, requests)
 
 
 # --deps --server: requests to a server before counting (after its start-up).
