@@ -21,12 +21,18 @@ BENCH_ARGS ?=
 ONE_SOURCE_PXD := $(wildcard src/msgspec_fastapi/*/*.pxd)
 COMPILED_SOURCES := src/msgspec_fastapi/_fastpath.pyx $(ONE_SOURCE_PXD) \
 	$(ONE_SOURCE_PXD:.pxd=_py.py)
+# The build backend and the training run of the profile-guided build.
+BUILD_SUPPORT := build_support/build_backend.py build_support/train.py
 
-$(VENV)/.installed: pyproject.toml setup.py $(COMPILED_SOURCES)
+# The development venv's compiled modules are built as the published wheels are:
+# profile-guided (setup.py, MSGSPEC_FASTAPI_PGO=1), which trains with the package's
+# dependencies, so they are installed first, by an install that compiles nothing.
+$(VENV)/.installed: pyproject.toml setup.py $(BUILD_SUPPORT) $(COMPILED_SOURCES)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "Cython>=3.1" "setuptools>=77" wheel
-	$(PY) -m pip install -q --no-build-isolation -e ".[test,dev]"
+	MSGSPEC_FASTAPI_NO_EXTENSIONS=1 $(PY) -m pip install -q --no-build-isolation -e ".[test,dev]"
+	MSGSPEC_FASTAPI_PGO=1 $(PY) -m pip install -q --no-build-isolation --no-deps -e .
 	touch $@
 
 # A pure-mode run checks that MSGSPEC_FASTAPI_PURE=1 picks the pure twin and that the
@@ -177,11 +183,11 @@ SERVICE_PY := $(SERVICE_VENV)/bin/python
 BENCH_SERVICE_FLAGS ?=
 
 $(SERVICE_VENV)/.installed: bench/service/requirements.txt pyproject.toml setup.py \
-		$(COMPILED_SOURCES)
+		$(BUILD_SUPPORT) $(COMPILED_SOURCES)
 	$(PYTHON) -m venv $(SERVICE_VENV)
 	$(SERVICE_PY) -m pip install -q --upgrade pip
 	$(SERVICE_PY) -m pip install -q -r bench/service/requirements.txt
-	$(SERVICE_PY) -m pip install -q --no-deps --force-reinstall .
+	MSGSPEC_FASTAPI_PGO=1 $(SERVICE_PY) -m pip install -q --no-deps --force-reinstall .
 	touch $@
 
 bench-service-tools:
@@ -261,11 +267,11 @@ $(BUILD_VENV)/.installed: Makefile
 		"cibuildwheel==$(CIBUILDWHEEL_VERSION)"
 	touch $@
 
-# The sdist, and a wheel built from it in build isolation with the extension required;
-# the wheel repaired to a manylinux tag in wheelhouse/; both checked by twine.
+# The sdist, and a wheel built from it in build isolation with the extension required and
+# profile-guided, as cibuildwheel builds the published ones; the wheel repaired to a manylinux tag in wheelhouse/; both checked by twine.
 wheel: $(BUILD_VENV)/.installed
 	rm -rf dist wheelhouse
-	MSGSPEC_FASTAPI_REQUIRE_EXTENSIONS=1 $(BUILD_PY) -m build --outdir dist .
+	MSGSPEC_FASTAPI_REQUIRE_EXTENSIONS=1 MSGSPEC_FASTAPI_PGO=1 $(BUILD_PY) -m build --outdir dist .
 	PATH="$(CURDIR)/$(BUILD_VENV)/bin:$$PATH" auditwheel repair --wheel-dir wheelhouse dist/*.whl
 	$(BUILD_VENV)/bin/twine check --strict dist/*.tar.gz wheelhouse/*.whl
 

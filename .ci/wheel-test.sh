@@ -33,8 +33,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir "$work/.ci"
 # docs/ and docs_src/: tests/test_docs_examples.py runs the docs' examples on the install too;
-# README.md and bench/: tests/test_benchmark_tables.py reads the tables and the results.
-cp -r tests docs docs_src bench pyproject.toml README.md "$work/"
+# README.md and bench/: tests/test_benchmark_tables.py reads the tables and the results;
+# build_support/: tests/test_build_training.py runs the training of a profile-guided build.
+cp -r tests docs docs_src bench build_support pyproject.toml README.md "$work/"
 cp .ci/check_install.py .ci/readme.py "$work/.ci/"
 
 rm -rf "$venv"

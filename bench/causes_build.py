@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import causes
-import icount
 from common import BENCH, log, run_record, versions
 from tables import table
 
@@ -45,9 +44,8 @@ class Build:
     # needs its -O level again).
     cflags: str = ""
     directives: dict[str, str] = field(default_factory=dict)
-    # Profile-guided: built instrumented first, trained on the measured routes (TRAINING
-    # requests each, outside callgrind), then built again from the profile.
-    trained: bool = False
+    # setup.py's environment variables for the build.
+    env: dict[str, str] = field(default_factory=dict)
 
 
 # No machine-specific flag (-march=native and the like): a wheel runs on any CPU of its tag.
@@ -61,8 +59,9 @@ BUILDS = {
     "-Os": Build(cflags="-Os"),
     # Cython's method-call unpacking inlined at each call site: less code without it.
     "-DCYTHON_UNPACK_METHODS=0": Build(cflags="-DCYTHON_UNPACK_METHODS=0"),
-    # GCC's profile-guided optimisation, trained on the routes measured.
-    "pgo": Build(trained=True),
+    # GCC's profile-guided optimisation, as setup.py makes it for the published wheels
+    # (trained by build_support/train.py).
+    "pgo": Build(env={"MSGSPEC_FASTAPI_PGO": "1"}),
     # Cython's traceback function declared cold (GCC): its callers' error paths unlikely.
     "cold-traceback": Build(cflags=f"-include {BENCH / 'cold_traceback.h'}"),
     # One- and no-argument functions called by METH_O/METH_NOARGS: they then refuse their
@@ -70,15 +69,13 @@ BUILDS = {
     "always_allow_keywords=False": Build(directives={"always_allow_keywords": "False"}),
 }
 BASE = "current"
-# Requests per route of a profile-guided build's training run.
-TRAINING = 5000
 
 
-def build(name: str, spec: Build, folder: Path, routes: list[str]) -> Path:
-    """Build `spec` in a copy of the sources under `folder`; the copy's src/. A trained
-    build is built twice, with a training run on `routes` between."""
+def build(name: str, spec: Build, folder: Path) -> Path:
+    """Build `spec` in a copy of the sources under `folder`; the copy's src/."""
     for item in ("setup.py", "pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(ROOT / item, folder / item)
+    shutil.copytree(ROOT / "build_support", folder / "build_support")
     shutil.copytree(
         ROOT / "src", folder / "src", ignore=shutil.ignore_patterns("*.so", "*.c", "*.egg-info")
     )
@@ -86,40 +83,19 @@ def build(name: str, spec: Build, folder: Path, routes: list[str]) -> Path:
         path = folder / PACKAGE / source
         lines = "".join(f"# cython: {key}={value}\n" for key, value in spec.directives.items())
         path.write_text(lines + path.read_text())
-    if not spec.trained:
-        compile_in(folder, name, spec.cflags)
-        return folder / "src"
-    profile = folder / "profile"
-    compile_in(folder, f"{name} (instrumented)", f"{spec.cflags} -fprofile-generate={profile}")
-    train(folder / "src", routes)
-    for built in (folder / "src").rglob(f"*{sysconfig.get_config_var('EXT_SUFFIX')}"):
-        built.unlink()
-    use = f"-fprofile-use={profile} -fprofile-partial-training -Wno-missing-profile"
-    compile_in(folder, name, f"{spec.cflags} {use}")
+    compile_in(folder, name, spec.cflags, spec.env)
     return folder / "src"
 
 
-def compile_in(folder: Path, name: str, cflags: str) -> None:
-    env = dict(os.environ, MSGSPEC_FASTAPI_REQUIRE_EXTENSIONS="1")
+def compile_in(folder: Path, name: str, cflags: str, extra: dict[str, str]) -> None:
+    # Only the build's own variables steer setup.py (none of the caller's).
+    env = {key: value for key, value in os.environ.items() if key != "MSGSPEC_FASTAPI_PGO"}
+    env.update(MSGSPEC_FASTAPI_REQUIRE_EXTENSIONS="1", **extra)
     if cflags.strip():
         env["CFLAGS"] = f"{sysconfig.get_config_var('CFLAGS')} {cflags}"
     log(f"building {name} in {folder}")
     command = [sys.executable, "setup.py", "-q", "build_ext", "--inplace", "--force"]
     subprocess.run(command, cwd=folder, env=env, check=True, capture_output=True)
-
-
-def train(src: Path, routes: list[str]) -> None:
-    """The instrumented build's training run: icount.py's worker on each route, outside
-    callgrind (its counting requests then do nothing)."""
-    env = dict(os.environ, PYTHONPATH=str(src), PYTHONHASHSEED="0")
-    loads_from(src, env)
-    with tempfile.TemporaryDirectory(prefix="training-") as tmp:
-        library = icount.build_helper(Path(tmp))
-        for route in routes:
-            log(f"training on {route}")
-            command = [sys.executable, str(BENCH / "icount.py"), "--worker", "compiled", route]
-            command += [str(TRAINING), str(library)]
-            subprocess.run(command, env=env, check=True, capture_output=True)
 
 
 def text_bytes(src: Path) -> int:
@@ -173,7 +149,7 @@ def main() -> int:
         for name in names:
             folder = Path(tmp) / str(len(sizes))
             folder.mkdir()
-            src = build(name, BUILDS[name], folder, routes)
+            src = build(name, BUILDS[name], folder)
             sizes[name] = text_bytes(src)
             env = dict(os.environ, PYTHONPATH=str(src))
             loads_from(src, env)
