@@ -267,11 +267,18 @@ $(BUILD_VENV)/.installed: Makefile
 		"cibuildwheel==$(CIBUILDWHEEL_VERSION)"
 	touch $@
 
+# The build's log, whose lines from setup.py `make wheel` prints.
+WHEEL_LOG := build/wheel.log
+
 # The sdist, and a wheel built from it in build isolation with the extension required and
-# profile-guided, as cibuildwheel builds the published ones; the wheel repaired to a manylinux tag in wheelhouse/; both checked by twine.
+# profile-guided, as cibuildwheel builds the published ones; the wheel repaired to a
+# manylinux tag in wheelhouse/; both checked by twine.
 wheel: $(BUILD_VENV)/.installed
 	rm -rf dist wheelhouse
-	MSGSPEC_FASTAPI_REQUIRE_EXTENSIONS=1 MSGSPEC_FASTAPI_PGO=1 $(BUILD_PY) -m build --outdir dist .
+	mkdir -p build
+	MSGSPEC_FASTAPI_REQUIRE_EXTENSIONS=1 MSGSPEC_FASTAPI_PGO=1 $(BUILD_PY) -m build --outdir dist . \
+		> $(WHEEL_LOG) 2>&1 || (cat $(WHEEL_LOG); exit 1)
+	grep "msgspec-fastapi:" $(WHEEL_LOG)
 	PATH="$(CURDIR)/$(BUILD_VENV)/bin:$$PATH" auditwheel repair --wheel-dir wheelhouse dist/*.whl
 	$(BUILD_VENV)/bin/twine check --strict dist/*.tar.gz wheelhouse/*.whl
 

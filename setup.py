@@ -10,9 +10,10 @@ Three environment variables steer the build:
   asks for them), built again from the profile; a failing training run fails the build.
   With another compiler the build is the usual one, and says so.
 
-Without either, a C compiler that fails (or is missing) gives a working pure install and a
-warning. That wheel keeps the interpreter's platform tag: the decision comes after the
-wheel's tag is fixed, and such a wheel is only ever built locally, by pip, from the sdist.
+Without either of the first two, a C compiler that fails (or is missing) gives a working
+pure install and a warning. That wheel keeps the interpreter's platform tag: the decision
+comes after the wheel's tag is fixed, and such a wheel is only ever built locally, by pip,
+from the sdist.
 """
 
 import os
@@ -143,7 +144,12 @@ class OptionalBuildExt(build_ext):
             (extension, extension.extra_compile_args, extension.extra_link_args)
             for extension in self.extensions
         ]
-        generate = [f"-fprofile-generate={profile}", "-fprofile-update=prefer-atomic"]
+        # Counters updated atomically where the target has atomics: the training's
+        # threadpool runs compiled code on other threads.
+        generate = [
+            f"-fprofile-generate={profile}",
+            *accepted_flags(self.compiler, ("-fprofile-update=prefer-atomic",)),
+        ]
         use = [f"-fprofile-use={profile}", *accepted_flags(self.compiler, PROFILE_USE_FLAGS)]
         # Each pass compiles every module again: the objects of the other pass are not
         # out of date by their times.
