@@ -71,6 +71,9 @@ cpdef dict arguments(Op step, list values, list errors, RequestState state)
 cpdef bint lookups_hold(tuple checks, object current)
 
 
+cdef inline dict start_message(object response)
+
+
 @cython.locals(tasks=dict)
 cpdef object running_task()
 cpdef tuple enter_cleanup_scope()

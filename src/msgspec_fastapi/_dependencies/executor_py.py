@@ -212,6 +212,23 @@ class RequestState:
         return None
 
 
+# What a response whose class keeps Starlette's `__call__` does on an HTTP request: send
+# the start with its status and raw headers, then its body, then run its background. The
+# executor sends those two messages itself (no coroutine, no `track` between it and the
+# server) for the responses of such classes: its own, a JSON or plain response an
+# endpoint returns.
+RESPONSE_CALL = Response.__call__
+
+
+def start_message(response: Response) -> Message:
+    """The `http.response.start` message Starlette's `Response.__call__` sends."""
+    return {
+        "type": "http.response.start",
+        "status": response.status_code,
+        "headers": response.raw_headers,
+    }
+
+
 def running_task() -> Any:
     """asyncio's running task, as `asyncio.current_task()` finds it (RuntimeError outside
     a running loop)."""
@@ -791,7 +808,15 @@ class DependencyRoute:
                     await run_with_teardowns(state, returned, response)
                     return None
                 try:
-                    await response(scope, receive, state.track)
+                    if type(response).__call__ is RESPONSE_CALL:
+                        # Starlette's `Response.__call__` on HTTP, without its coroutine.
+                        state.started = True
+                        await send(start_message(response))
+                        await send({"type": "http.response.body", "body": response.body})
+                        if response.background is not None:
+                            await response.background()
+                    else:
+                        await response(scope, receive, state.track)
                 except BaseException as raised:
                     failure = raised
                 if failure is not None:
@@ -803,7 +828,14 @@ class DependencyRoute:
                         await unwind(exits, None, closing)
             else:
                 response = await self.solve(program, state)
-                await response(scope, receive, state.track)
+                if type(response).__call__ is RESPONSE_CALL:
+                    state.started = True
+                    await send(start_message(response))
+                    await send({"type": "http.response.body", "body": response.body})
+                    if response.background is not None:
+                        await response.background()
+                else:
+                    await response(scope, receive, state.track)
         except Exception as exc:
             error = exc
         if error is not None:
