@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
 import pytest
-from fastapi import APIRouter, BackgroundTasks, Depends, FastAPI, HTTPException
+from fastapi import APIRouter, BackgroundTasks, Depends, FastAPI, HTTPException, Response
 from fastapi.responses import JSONResponse
 from raw_asgi import scope_for
 from starlette.background import BackgroundTask
@@ -83,12 +83,48 @@ def define_routes(router: Any) -> None:
         tasks.add_task(fail_late)
         return {"name": db}
 
+    @router.get("/status")
+    async def status(
+        db: Annotated[str, Depends(session)], response: Response, tasks: BackgroundTasks
+    ) -> dict[str, str]:
+        LOG.append("endpoint")
+        response.status_code = 202
+        response.headers["x-session"] = db
+        tasks.add_task(note, "background")
+        return {"name": db}
+
+    @router.get("/function-scope")
+    async def function_scope(
+        db: Annotated[str, Depends(session, scope="function")],
+        response: Response,
+        tasks: BackgroundTasks,
+    ) -> dict[str, str]:
+        LOG.append("endpoint")
+        response.headers["x-session"] = db
+        tasks.add_task(note, "background")
+        return {"name": db}
+
+    @router.get("/stream")
+    async def stream(
+        db: Annotated[str, Depends(session)], tasks: BackgroundTasks
+    ) -> AsyncIterator[dict[str, str]]:
+        LOG.append("endpoint")
+        tasks.add_task(note, "background")
+        for name in (db, "second"):
+            yield {"name": name}
+
 
 def run(app: FastAPI, path: str) -> list[Any]:
     """The log of one GET of `path`: events, messages sent, and what left the app."""
     LOG.clear()
 
+    received = False
+
     async def receive() -> Message:
+        nonlocal received
+        if received:  # a streaming response listens for the disconnect: none comes
+            await asyncio.Event().wait()
+        received = True
         return {"type": "http.request", "body": b"", "more_body": False}
 
     async def send(message: Message) -> None:
@@ -167,3 +203,30 @@ def test_an_error_after_the_response_started_is_not_answered_again(
     assert expected[-1][0] == "raised"
     assert sum(1 for event in expected if event[0] == "http.response.start") == 1
     assert run(ours, "/late") == expected
+
+
+def test_the_status_and_headers_a_dependency_response_sets_are_sent_with_the_value(
+    apps: tuple[FastAPI, FastAPI],
+) -> None:
+    theirs, ours = apps
+    expected = run(theirs, "/status")
+    assert [event[1] for event in expected if event[0] == "http.response.start"] == [202]
+    assert run(ours, "/status") == expected
+
+
+def test_a_function_scope_generator_closes_before_the_value_is_sent_with_its_background(
+    apps: tuple[FastAPI, FastAPI],
+) -> None:
+    theirs, ours = apps
+    expected = run(theirs, "/function-scope")
+    assert expected.index("close") < expected.index("background")
+    assert run(ours, "/function-scope") == expected
+
+
+def test_a_streamed_answer_runs_its_background_after_the_last_item(
+    apps: tuple[FastAPI, FastAPI],
+) -> None:
+    theirs, ours = apps
+    expected = run(theirs, "/stream")
+    assert expected.index(("body", b"")) < expected.index("background")
+    assert run(ours, "/stream") == expected

@@ -774,6 +774,13 @@ cdef class RouteRuntime:
         return ItemStream(self, items, status_code, headers, scope)
 
     def respond(self, result, status_code, list extra_headers, object request_headers):
+        prepared = self.prepare(result, status_code, extra_headers, request_headers)
+        if type(prepared) is tuple:
+            status, headers, body = <tuple>prepared
+            return PreparedResponse(body, status, headers)
+        return prepared
+
+    cpdef object prepare(self, result, status_code, list extra_headers, object request_headers):
         cdef int status = status_code or self.status_code
         if self.stream != STREAM_NONE:
             return self.stream_items(result, status, extra_headers)
@@ -784,7 +791,7 @@ cdef class RouteRuntime:
         cdef tuple content_type = MSGPACK_CONTENT_TYPE if msgpack else self.content_type
         cdef list headers = response_headers(status, body, content_type, self.negotiates)
         headers.extend(extra_headers)
-        return PreparedResponse(body, status, headers)
+        return status, headers, body
 
     # -- direct tier ----------------------------------------------------------------
 

@@ -34,7 +34,9 @@ Both twins implement one contract over a route's plan (`_endpoint.plan.RoutePlan
   FastAPI. Sync generators run in the threadpool, one item at a time; a stream that
   stops early (a disconnect, an error) closes its generator, so its `finally` runs.
 - `runtime.respond(result, status_code, extra_headers, request_headers)` is `encode` plus
-  a Response object, for the delegated tier where FastAPI's handler expects one. Routes
+  a Response object, for the delegated tier where FastAPI's handler expects one;
+  `runtime.prepare` (same arguments) gives what that Response would send, (status, raw
+  headers, body), to a caller that sends it itself (a stream route's response as is). Routes
   that negotiate MessagePack answer in it when the request's Accept prefers it
   (`prefers_msgpack`), and send `Vary: Accept` either way.
 - `runtime.extract_models(scope, values, errors)` gathers each query, header and cookie
@@ -847,6 +849,19 @@ class RouteRuntime:
         extra_headers: list[tuple[bytes, bytes]],
         request_headers: Iterable[tuple[bytes, bytes]],
     ) -> Response:
+        prepared = self.prepare(result, status_code, extra_headers, request_headers)
+        if type(prepared) is tuple:
+            status, headers, body = prepared
+            return PreparedResponse(body, status, headers)
+        return prepared  # type: ignore[return-value]
+
+    def prepare(
+        self,
+        result: Any,
+        status_code: int | None,
+        extra_headers: list[tuple[bytes, bytes]],
+        request_headers: Iterable[tuple[bytes, bytes]],
+    ) -> tuple[int, list[tuple[bytes, bytes]], bytes] | Response:
         status = status_code or self.status_code
         if self.stream != STREAM_NONE:
             return self.stream_items(result, status, extra_headers)
@@ -857,7 +872,7 @@ class RouteRuntime:
         content_type = MSGPACK_CONTENT_TYPE if msgpack else self.content_type
         headers = response_headers(status, body, content_type, self.negotiates)
         headers.extend(extra_headers)
-        return PreparedResponse(body, status, headers)
+        return status, headers, body
 
     # -- direct tier ----------------------------------------------------------------
 

@@ -71,7 +71,8 @@ cpdef dict arguments(Op step, list values, list errors, RequestState state)
 cpdef bint lookups_hold(tuple checks, object current)
 
 
-cdef inline dict start_message(object response)
+cdef inline tuple plain_messages(object response, object tasks)
+cpdef object as_response(object outcome, object tasks)
 
 
 @cython.locals(tasks=dict)

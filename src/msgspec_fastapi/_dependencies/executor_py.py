@@ -72,6 +72,7 @@ from .._shared import (
     SPECIAL_RESPONSE,
     TELEMETRY_SCOPE_KEY,
     ClientDisconnect,
+    PreparedResponse,
     RequestValidationError,
 )
 from .teardown import close_after, raise_again, returned, run_with_teardowns, stop_refused, unwind
@@ -215,18 +216,35 @@ class RequestState:
 # What a response whose class keeps Starlette's `__call__` does on an HTTP request: send
 # the start with its status and raw headers, then its body, then run its background. The
 # executor sends those two messages itself (no coroutine, no `track` between it and the
-# server) for the responses of such classes: its own, a JSON or plain response an
-# endpoint returns.
+# server) for its own prepared parts (`solve`) and for the responses of such classes: a
+# JSON or plain response an endpoint returns.
 RESPONSE_CALL = Response.__call__
 
 
-def start_message(response: Response) -> Message:
-    """The `http.response.start` message Starlette's `Response.__call__` sends."""
-    return {
-        "type": "http.response.start",
-        "status": response.status_code,
-        "headers": response.raw_headers,
-    }
+def plain_messages(response: Any, tasks: BackgroundTasks | None) -> tuple[Any, ...] | None:
+    """(start message, body message, background) as Starlette's `Response.__call__` would
+    send and run them, for `solve`'s outcome: the route's prepared (status, raw headers,
+    body), whose background is the request's `tasks`, or a response whose class keeps
+    that `__call__`. None for any other response, which is called."""
+    if type(response) is tuple:
+        status, headers, body = response
+        background = tasks
+    elif type(response).__call__ is RESPONSE_CALL:
+        status, headers, body = response.status_code, response.raw_headers, response.body
+        background = response.background
+    else:
+        return None
+    start = {"type": "http.response.start", "status": status, "headers": headers}
+    return start, {"type": "http.response.body", "body": body}, background
+
+
+def as_response(outcome: Any, tasks: BackgroundTasks | None) -> Response:
+    """`solve`'s outcome as the Response FastAPI's handler would have: prepared parts in a
+    PreparedResponse with the request's background `tasks`."""
+    if type(outcome) is tuple:
+        status, headers, body = outcome
+        return PreparedResponse(body, status, headers, tasks)
+    return outcome  # type: ignore[no-any-return]
 
 
 def running_task() -> Any:
@@ -796,7 +814,7 @@ class DependencyRoute:
                 # from the first exception (see `_dependencies.teardown`).
                 failure: BaseException | None = None
                 try:
-                    response = await self.solve(program, state)
+                    response = await self.solve(program, state, True)
                 except BaseException as raised:
                     failure = raised
                 if failure is not None:
@@ -805,18 +823,20 @@ class DependencyRoute:
                     await run_with_teardowns(state, raise_again, failure)
                     return None
                 if state.function_exits is not None:
+                    response = as_response(response, state.tasks)
                     await run_with_teardowns(state, returned, response)
                     return None
                 try:
-                    if type(response).__call__ is RESPONSE_CALL:
+                    plain = plain_messages(response, state.tasks)
+                    if plain is None:
+                        await response(scope, receive, state.track)
+                    else:
                         # Starlette's `Response.__call__` on HTTP, without its coroutine.
                         state.started = True
-                        await send(start_message(response))
-                        await send({"type": "http.response.body", "body": response.body})
-                        if response.background is not None:
-                            await response.background()
-                    else:
-                        await response(scope, receive, state.track)
+                        await send(plain[0])
+                        await send(plain[1])
+                        if plain[2] is not None:
+                            await plain[2]()
                 except BaseException as raised:
                     failure = raised
                 if failure is not None:
@@ -827,15 +847,16 @@ class DependencyRoute:
                     if closing is not None:
                         await unwind(exits, None, closing)
             else:
-                response = await self.solve(program, state)
-                if type(response).__call__ is RESPONSE_CALL:
-                    state.started = True
-                    await send(start_message(response))
-                    await send({"type": "http.response.body", "body": response.body})
-                    if response.background is not None:
-                        await response.background()
-                else:
+                response = await self.solve(program, state, True)
+                plain = plain_messages(response, state.tasks)
+                if plain is None:
                     await response(scope, receive, state.track)
+                else:
+                    state.started = True
+                    await send(plain[0])
+                    await send(plain[1])
+                    if plain[2] is not None:
+                        await plain[2]()
         except Exception as exc:
             error = exc
         if error is not None:
@@ -907,8 +928,10 @@ class DependencyRoute:
             return None
         return self.follow(program, boundary, current)
 
-    async def solve(self, program: Program, state: RequestState) -> Response:
-        """The steps, then the endpoint: its response, or the RequestValidationError.
+    async def solve(self, program: Program, state: RequestState, parts: bool = False) -> Any:
+        """The steps, then the endpoint: its response, or the RequestValidationError. With
+        `parts`, a route's own response is its prepared (status, raw headers, body), which
+        the caller sends (`plain_messages`).
 
         From step `state.resume_at` with the request's values so far in `state.carried`
         where a change of overrides switched programs (see `followed`)."""
@@ -934,7 +957,7 @@ class DependencyRoute:
                 if followed is not None:
                     state.resume_at = i
                     state.carried = (values, marks, cache, errors)
-                    return await self.solve(followed, state)
+                    return await self.solve(followed, state, parts)
             step = ops[i]
             marks[i] = len(errors) + state.skipped
             kwargs = arguments(step, values, errors, state)
@@ -991,13 +1014,15 @@ class DependencyRoute:
             return result
         sub = state.sub
         if self.pydantic:
-            return await self.runtime.render(result, sub, tasks, scope)  # type: ignore[no-any-return]
+            return await self.runtime.render(result, sub, tasks, scope)
         if sub is None:
-            response = self.runtime.respond(result, None, [], scope["headers"])
+            outcome = self.runtime.prepare(result, None, [], scope["headers"])
         else:
-            response = self.runtime.respond(
+            outcome = self.runtime.prepare(
                 result, sub.status_code, sub.raw_headers, scope["headers"]
             )
-        if tasks is not None:
-            response.background = tasks
-        return response  # type: ignore[no-any-return]
+        if type(outcome) is tuple:
+            return outcome if parts else as_response(outcome, tasks)
+        if tasks is not None:  # a stream route's response
+            outcome.background = tasks
+        return outcome
