@@ -13,11 +13,11 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import pytest
-from fastapi import FastAPI, HTTPException, Request, WebSocket
+from fastapi import Depends, FastAPI, HTTPException, Request, WebSocket
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.middleware.gzip import GZipMiddleware
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -261,6 +261,74 @@ def test_a_handled_exception_after_the_response_started_is_starlettes_error(
 
     sent, raised = both(twin, build, target="/raw/")
     assert sent == [{"type": "http.response.start", "status": 200, "headers": []}]
+    assert raised == "RuntimeError: Caught handled exception, but response already started."
+
+
+async def session() -> AsyncIterator[str]:
+    yield "session"
+
+
+def answering(dependency: bool) -> Build:
+    """An application whose msgspec route at / answers an Item, after a `yield` dependency
+    (`session`) where `dependency`, with a handler for AppError."""
+
+    def build(twin: Twin) -> FastAPI:
+        app = FastAPI()
+        router = twin.router_class()
+        if dependency:
+
+            @router.get("/")
+            async def with_session(name: Annotated[str, Depends(session)]) -> Item:
+                return Item(name, 1.0)
+
+        else:
+
+            @router.get("/")
+            async def plain() -> Item:
+                return Item("plain", 1.0)
+
+        app.include_router(router)
+
+        async def handler(request: Request, exc: Exception) -> PlainTextResponse:
+            return PlainTextResponse("handled", 400)
+
+        app.add_exception_handler(AppError, handler)
+        return app
+
+    return build
+
+
+async def failing_on_body(app: ASGIApp) -> tuple[list[Message], str | None]:
+    """What `app` sent to a server whose send fails with an AppError on the body message,
+    and the exception that escaped it."""
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body":
+            raise AppError("the connection failed")
+
+    try:
+        await app(scope_for("GET", b"/", []), receive, send)
+    except Exception as exc:
+        return sent, f"{type(exc).__name__}: {exc}"
+    return sent, None
+
+
+@pytest.mark.parametrize("dependency", [False, True], ids=["plain", "yield dependency"])
+def test_a_response_the_route_sends_itself_counts_as_started(twin: Twin, dependency: bool) -> None:
+    # The route sends its answer past the entry's send wrapper: the entry must still know
+    # it started, so that the handled failure of the body's send is not answered again.
+    entry_app, reference = apps(twin, answering(dependency))
+    answers = [asyncio.run(failing_on_body(app)) for app in (entry_app, reference)]
+    assert_entry(entry_app, twin)
+    assert answers[0] == answers[1]
+    sent, raised = answers[0]
+    assert [m["type"] for m in sent] == ["http.response.start", "http.response.body"]
+    assert status_of(sent) == 200
     assert raised == "RuntimeError: Caught handled exception, but response already started."
 
 

@@ -14,6 +14,8 @@ from cpython.object cimport PyObject
 from cpython.sequence cimport PySequence_Fast_ITEMS
 from libc.string cimport memcmp
 
+from msgspec_fastapi._routing.entry cimport Tracker as EntryTracker
+
 import json
 from contextlib import suppress
 from copy import deepcopy
@@ -424,6 +426,16 @@ cdef class SendTracker:
         if message["type"] == "http.response.start":
             self.started = True
         return self.send(message)
+
+
+cpdef object response_send(object send):
+    """Where the request path sends a response's messages itself: see `_fastpath_py`."""
+    cdef EntryTracker tracker
+    if type(send) is EntryTracker:
+        tracker = <EntryTracker>send
+        tracker.started = True
+        return tracker.send
+    return send
 
 
 cdef class Param:
@@ -973,14 +985,15 @@ cdef class RouteRuntime:
                 payload = b""
             content_type = MSGPACK_CONTENT_TYPE if msgpack else self.content_type
             started = True
-            await send(
+            sender = response_send(send)
+            await sender(
                 {
                     "type": "http.response.start",
                     "status": status,
                     "headers": response_headers(status, payload, content_type, self.negotiates),
                 }
             )
-            await send({"type": "http.response.body", "body": payload})
+            await sender({"type": "http.response.body", "body": payload})
         except ClientDisconnect:
             return
         except Exception as exc:
@@ -1214,14 +1227,15 @@ cdef class PydanticRuntime(RouteRuntime):
                     payload = self.response_serializer.to_json(value, **self.dump_arguments)
                     status = self.status_code
                     started = True
-                    await send(
+                    sender = response_send(send)
+                    await sender(
                         {
                             "type": "http.response.start",
                             "status": status,
                             "headers": response_headers(status, payload, JSON_CONTENT_TYPE, False),
                         }
                     )
-                    await send({"type": "http.response.body", "body": payload})
+                    await sender({"type": "http.response.body", "body": payload})
                     return
                 content = self.response_field.serialize(value, **self.dump_options)
                 response = self.response_class(content, **self.response_args)

@@ -93,6 +93,7 @@ from ._routing.dispatch_py import route_handle as route_handle
 from ._routing.dispatch_py import route_matches as route_matches
 from ._routing.dispatch_py import router_handle as router_handle
 from ._routing.dispatch_py import router_matches as router_matches
+from ._routing.entry_py import Tracker as EntryTracker
 from ._shared import (
     DIGIT_RUNS,
     KEEPALIVE_COMMENT,
@@ -438,6 +439,17 @@ class SendTracker:
         if message["type"] == "http.response.start":
             self.started = True
         return self.send(message)
+
+
+def response_send(send: Send) -> Send:
+    """Where the request path sends a response's messages itself: the server's `send`,
+    where `send` is this twin's application entry noting the response's start
+    (`_routing.entry_py.Tracker`), marked started, so that each message skips a call
+    through it; else `send`. Called just before the start message."""
+    if type(send) is EntryTracker:
+        send.started = True
+        return send.send
+    return send
 
 
 class Param:
@@ -1047,14 +1059,15 @@ class RouteRuntime:
                 payload = b""
             content_type = MSGPACK_CONTENT_TYPE if msgpack else self.content_type
             started = True
-            await send(
+            sender = response_send(send)
+            await sender(
                 {
                     "type": "http.response.start",
                     "status": status,
                     "headers": response_headers(status, payload, content_type, self.negotiates),
                 }
             )
-            await send({"type": "http.response.body", "body": payload})
+            await sender({"type": "http.response.body", "body": payload})
         except ClientDisconnect:
             return  # the client is gone: nothing to answer, nothing to raise
         except Exception as exc:
@@ -1324,14 +1337,15 @@ class PydanticRuntime(RouteRuntime):
                     payload = self.response_serializer.to_json(value, **self.dump_arguments)
                     status = self.status_code
                     started = True
-                    await send(
+                    sender = response_send(send)
+                    await sender(
                         {
                             "type": "http.response.start",
                             "status": status,
                             "headers": response_headers(status, payload, JSON_CONTENT_TYPE, False),
                         }
                     )
-                    await send({"type": "http.response.body", "body": payload})
+                    await sender({"type": "http.response.body", "body": payload})
                     return
                 content = self.response_field.serialize(value, **self.dump_options)
                 response = self.response_class(content, **self.response_args)

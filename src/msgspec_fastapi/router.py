@@ -612,6 +612,7 @@ class MsgspecRoute(APIRoute):
             build,
             provider,
             _compat.route_app(handler),
+            twin.response_send,
             fastapi_body is not None,
             fastapi_body is not None and target.body_field is not None,
             _compat.route_form_limits(self) if fastapi_body and fastapi_body.form else None,

@@ -115,6 +115,7 @@ cdef class DependencyRoute:
     cdef public bint has_body
     cdef public bint checks_length
     cdef public list plans
+    cdef public object response_send
 
     cpdef object plan_for(self, object overrides)
     cpdef object followed(self, Program program, object boundary)

@@ -698,6 +698,7 @@ class DependencyRoute:
         "program",
         "provider",
         "pydantic",
+        "response_send",
         "runtime",
     )
 
@@ -709,6 +710,7 @@ class DependencyRoute:
         build: Callable[..., tuple[DepPlan | None, tuple[tuple[Any, Any], ...]]],
         provider: Any,
         delegated: Callable[[Scope, Receive, Send], Awaitable[None]],
+        response_send: Callable[[Send], Send],
         pydantic: bool = False,
         reads_body: bool = False,
         form_limits: dict[str, Any] | None = None,
@@ -729,6 +731,8 @@ class DependencyRoute:
         self.form_limits = form_limits
         # Where the request path enforces the body limit (FastAPI before 0.164).
         self.checks_length = route_plan.max_body_size >= 0
+        # The twin's `response_send`: where the route sends its response's two messages.
+        self.response_send = response_send
         # The latest used first. A tuple, replaced whole and never changed in place: a
         # request in another thread keeps reading the one it took (see `plan_for`). It is
         # kept in a cell that is never replaced, so that a free-threaded build reads it
@@ -833,8 +837,9 @@ class DependencyRoute:
                     else:
                         # Starlette's `Response.__call__` on HTTP, without its coroutine.
                         state.started = True
-                        await send(plain[0])
-                        await send(plain[1])
+                        sender = self.response_send(send)
+                        await sender(plain[0])
+                        await sender(plain[1])
                         if plain[2] is not None:
                             await plain[2]()
                 except BaseException as raised:
@@ -853,8 +858,9 @@ class DependencyRoute:
                     await response(scope, receive, state.track)
                 else:
                     state.started = True
-                    await send(plain[0])
-                    await send(plain[1])
+                    sender = self.response_send(send)
+                    await sender(plain[0])
+                    await sender(plain[1])
                     if plain[2] is not None:
                         await plain[2]()
         except Exception as exc:
