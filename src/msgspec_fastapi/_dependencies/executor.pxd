@@ -7,6 +7,9 @@ cimport cython
 # the generator set-up C functions. `executor_py.py` itself stays plain Python for the pure
 # twin.
 
+cdef str TELEMETRY_KEY
+
+
 cdef class RequestState:
     cdef public object scope
     cdef public object receive
@@ -101,6 +104,9 @@ cpdef keep_teardown(Teardown teardown, Op step, RequestState state, bint on_stac
 
 
 cpdef tuple carry_over(object carried, Program program)
+
+
+cdef bint telemetry_observes(dict scope)
 
 
 cdef class DependencyRoute:

@@ -81,6 +81,9 @@ if TYPE_CHECKING:
     from .._endpoint.plan import RoutePlan
     from .plan import DepPlan, Step
 
+# The scope key of FastAPI's telemetry record; the compiled build gives it a C type.
+TELEMETRY_KEY = TELEMETRY_SCOPE_KEY
+
 # Plans per route for override sets seen lately; older ones are rebuilt when needed.
 PLANS_PER_ROUTE = 8
 
@@ -190,7 +193,7 @@ class RequestState:
             failure: BaseException | None = None
             stopped = False
             try:
-                await teardown.gen.__anext__()
+                await anext(teardown.gen)
             except StopAsyncIteration:
                 stopped = True
             except BaseException as raised:
@@ -356,7 +359,8 @@ class Teardown:
         cleanup = self.cleanup
         if cleanup is not None:
             self.was_shielded = cleanup.shield
-        return self.gen.__anext__()  # type: ignore[no-any-return]
+        # anext() calls the generator's slot: no method lookup, no argument tuple.
+        return anext(self.gen)
 
     async def __aenter__(self) -> Any:
         try:
@@ -391,7 +395,7 @@ class Teardown:
             if typ is None:
                 suppressed = stopped = False
                 try:
-                    await self.gen.__anext__()
+                    await anext(self.gen)
                 except StopAsyncIteration:
                     stopped = True
                 if not stopped:
@@ -683,6 +687,11 @@ def carry_over(carried: Any, program: Program) -> tuple[Any, ...]:
     return values, marks, cache, errors
 
 
+def telemetry_observes(scope: Scope) -> bool:
+    """Whether FastAPI's telemetry observes the request (its record is in the scope)."""
+    return scope.get(TELEMETRY_KEY) is not None
+
+
 class DependencyRoute:
     """The direct tier's ASGI app for one route (one place it is included) with
     dependencies; see the module docstring."""
@@ -770,7 +779,7 @@ class DependencyRoute:
         return program
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope.get(TELEMETRY_SCOPE_KEY) is not None:
+        if telemetry_observes(scope):
             return await self.delegated(scope, receive, send)
         program: Program | None = self.program
         provider = self.provider
