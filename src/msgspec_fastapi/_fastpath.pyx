@@ -376,6 +376,8 @@ cdef object pick_header(object headers, bytes key, bint many):
         return [value.decode("latin-1") for name, value in headers if name == key]
     for name, value in headers:
         if name == key:
+            if type(value) is bytes:
+                return (<bytes>value).decode("latin-1")  # decoded in C, no method call
             return value.decode("latin-1")
     return None
 
@@ -814,12 +816,16 @@ cdef class RouteRuntime:
         cdef dict cookies = None
         cdef Param spec
         cdef int location
-        cdef object raw
+        cdef object raw, path_params
         cdef long long number
         for spec in self.params:
             location = spec.location
             if location == PARAM_PATH:
-                raw = scope["path_params"].get(spec.key)
+                path_params = scope["path_params"]
+                if type(path_params) is dict:
+                    raw = (<dict>path_params).get(spec.key)
+                else:
+                    raw = path_params.get(spec.key)
             elif location == PARAM_QUERY:
                 if query is None:
                     query = parse_query(scope["query_string"])
