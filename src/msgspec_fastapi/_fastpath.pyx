@@ -134,12 +134,54 @@ def routes_unchanged(routes, list snapshot):
     return same or routes == snapshot
 
 
+# compiled only: is_json_media_type's test of the header's bytes in place.
+cdef inline bint is_ascii_space(unsigned char ch):
+    """One of ASCII_SPACE's bytes: space, or tab to carriage return."""
+    return ch == 32 or 9 <= ch <= 13
+
+
+# compiled only: is_json_media_type's test of the header's bytes in place.
+cdef inline bint lower_equals(const unsigned char* data, const char* lower, Py_ssize_t size):
+    """Whether `size` bytes at `data`, their ASCII capitals lowered, are those of `lower`."""
+    cdef Py_ssize_t k
+    cdef unsigned char ch
+    for k in range(size):
+        ch = data[k]
+        if 65 <= ch <= 90:
+            ch += 32
+        if ch != <unsigned char>lower[k]:
+            return False
+    return True
+
+
 cpdef bint is_json_media_type(object value):
     """`application/json` or `application/*+json`, any parameters, any letter case."""
-    cdef object media = value.split(b";", 1)[0].strip(ASCII_SPACE).lower()
-    if media == b"application/json":
+    cdef const unsigned char* data
+    cdef Py_ssize_t start = 0, end, k
+    if type(value) is not bytes:
+        media = value.split(b";", 1)[0].strip(ASCII_SPACE).lower()
+        if media == b"application/json":
+            return True
+        return media.startswith(b"application/") and media.endswith(b"+json")
+    # The same test on the bytes in place: no split, strip or lowered copy.
+    data = <bytes>value
+    end = len(<bytes>value)
+    for k in range(end):
+        if data[k] == 59:  # ";"
+            end = k
+            break
+    while start < end and is_ascii_space(data[start]):
+        start += 1
+    while end > start and is_ascii_space(data[end - 1]):
+        end -= 1
+    if end - start == 16 and lower_equals(data + start, b"application/json", 16):
         return True
-    return media.startswith(b"application/") and media.endswith(b"+json")
+    return (
+        end - start >= 12
+        and lower_equals(data + start, b"application/", 12)
+        and end - start >= 5
+        and lower_equals(data + end - 5, b"+json", 5)
+    )
 
 
 cpdef bint is_msgpack_media_type(object value):
