@@ -179,7 +179,6 @@ cpdef bint is_json_media_type(object value):
     return (
         end - start >= 12
         and lower_equals(data + start, b"application/", 12)
-        and end - start >= 5
         and lower_equals(data + end - 5, b"+json", 5)
     )
 

@@ -7,7 +7,7 @@ cimport cython
 # the generator set-up C functions. `executor_py.py` itself stays plain Python for the pure
 # twin.
 
-cdef str TELEMETRY_KEY
+cdef str TELEMETRY_SCOPE_KEY
 
 
 cdef class RequestState:

@@ -38,6 +38,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from .. import _shared
 from .._compat import (
     FUNCTION_STACK_KEY,
     REQUEST_STACK_KEY,
@@ -70,7 +71,6 @@ from .._shared import (
     SPECIAL_BACKGROUND,
     SPECIAL_REQUEST,
     SPECIAL_RESPONSE,
-    TELEMETRY_SCOPE_KEY,
     ClientDisconnect,
     PreparedResponse,
     RequestValidationError,
@@ -81,8 +81,9 @@ if TYPE_CHECKING:
     from .._endpoint.plan import RoutePlan
     from .plan import DepPlan, Step
 
-# The scope key of FastAPI's telemetry record; the compiled build gives it a C type.
-TELEMETRY_KEY = TELEMETRY_SCOPE_KEY
+# The scope key of FastAPI's telemetry record under its `_shared` name; the compiled build
+# gives it a C type.
+TELEMETRY_SCOPE_KEY = _shared.TELEMETRY_SCOPE_KEY
 
 # Plans per route for override sets seen lately; older ones are rebuilt when needed.
 PLANS_PER_ROUTE = 8
@@ -689,7 +690,7 @@ def carry_over(carried: Any, program: Program) -> tuple[Any, ...]:
 
 def telemetry_observes(scope: Scope) -> bool:
     """Whether FastAPI's telemetry observes the request (its record is in the scope)."""
-    return scope.get(TELEMETRY_KEY) is not None
+    return scope.get(TELEMETRY_SCOPE_KEY) is not None
 
 
 class DependencyRoute:
