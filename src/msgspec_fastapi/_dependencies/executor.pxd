@@ -8,6 +8,14 @@ cimport cython
 # twin.
 
 cdef str TELEMETRY_SCOPE_KEY
+cdef int DEP_ASYNC
+cdef int DEP_ASYNC_GENERATOR
+cdef int DEP_GENERATOR
+cdef int DEP_SYNC_GENERATOR
+cdef object MISSING
+cdef int SPECIAL_BACKGROUND
+cdef int SPECIAL_REQUEST
+cdef int SPECIAL_RESPONSE
 
 
 cdef class RequestState:

@@ -63,14 +63,6 @@ from .._compat import (
 from .._errors.handlers import handle_route_exception
 from .._errors.validation import received_body
 from .._shared import (
-    DEP_ASYNC,
-    DEP_ASYNC_GENERATOR,
-    DEP_GENERATOR,
-    DEP_SYNC_GENERATOR,
-    MISSING,
-    SPECIAL_BACKGROUND,
-    SPECIAL_REQUEST,
-    SPECIAL_RESPONSE,
     ClientDisconnect,
     PreparedResponse,
     RequestValidationError,
@@ -81,9 +73,17 @@ if TYPE_CHECKING:
     from .._endpoint.plan import RoutePlan
     from .plan import DepPlan, Step
 
-# The scope key of FastAPI's telemetry record under its `_shared` name; the compiled build
-# gives it a C type.
+# Shared constants under their `_shared` names; the compiled build gives them C types (a
+# step's kind compared as a C int, the cache's marker read without a lookup).
 TELEMETRY_SCOPE_KEY = _shared.TELEMETRY_SCOPE_KEY
+DEP_ASYNC = _shared.DEP_ASYNC
+DEP_ASYNC_GENERATOR = _shared.DEP_ASYNC_GENERATOR
+DEP_GENERATOR = _shared.DEP_GENERATOR
+DEP_SYNC_GENERATOR = _shared.DEP_SYNC_GENERATOR
+MISSING = _shared.MISSING
+SPECIAL_BACKGROUND = _shared.SPECIAL_BACKGROUND
+SPECIAL_REQUEST = _shared.SPECIAL_REQUEST
+SPECIAL_RESPONSE = _shared.SPECIAL_RESPONSE
 
 # Plans per route for override sets seen lately; older ones are rebuilt when needed.
 PLANS_PER_ROUTE = 8
