@@ -256,7 +256,8 @@ cpdef bint prefers_msgpack(object headers):
 
 
 cdef inline bint body_allowed(int status_code):
-    return status_code >= 200 and status_code not in BODYLESS_STATUSES
+    # 200, most responses' status, answered without boxing it for the set lookup.
+    return status_code == 200 or (status_code >= 200 and status_code not in BODYLESS_STATUSES)
 
 
 cdef inline bytes decimal_bytes(Py_ssize_t n):

@@ -78,6 +78,7 @@ cdef class Program:
     cdef public tuple checks
 
 
+@cython.locals(index=Py_ssize_t)
 cpdef dict arguments(Op step, list values, list errors, RequestState state)
 cpdef bint lookups_hold(tuple checks, object current)
 
