@@ -54,7 +54,16 @@ ONE_SOURCE = (
 
 def one_source(name):
     path = "src/msgspec_fastapi/" + name.replace(".", "/")
+    forget_if_stale(f"{path}_py.c", f"{path}.pxd")
     return Extension(f"msgspec_fastapi.{name}", [f"{path}_py.py"])
+
+
+def forget_if_stale(c_file, pxd):
+    """Remove `c_file` where it is older than `pxd`. Deciding what to regenerate, cythonize
+    looks for a `name_py.py`'s declarations in `name_py.pxd`, not in the `name.pxd` it
+    compiles it with, so an edit of the .pxd alone would leave the old C file in use."""
+    if os.path.exists(c_file) and os.path.getmtime(c_file) < os.path.getmtime(pxd):
+        os.remove(c_file)
 
 
 def extensions():
