@@ -1169,10 +1169,15 @@ _TELEMETRY_KINDS = (
 )  # fmt: skip
 
 
+# The application's attribute holding its native telemetry, whose `enabled()` its
+# `__call__` asks on every HTTP and WebSocket request.
+NATIVE_TELEMETRY_ATTR = "_native_telemetry"
+
+
 def telemetry_gate_parts(app: Any) -> tuple[Any, tuple[Any, ...]] | None:
     """(`app`'s native telemetry, the arguments of a `TelemetryGate` for it), or None
     where FastAPI has no such test or its state is not the one the gate knows."""
-    telemetry: Any = getattr(app, "_native_telemetry", None)
+    telemetry: Any = getattr(app, NATIVE_TELEMETRY_ATTR, None)
     native: Any = getattr(_telemetry_asgi, "NativeTelemetry", None)
     if native is None or type(telemetry) is not native:
         return None

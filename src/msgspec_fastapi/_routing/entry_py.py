@@ -10,7 +10,9 @@ from state fixed at startup (the handlers, the debug page, the limit) is decided
 `stack` when FastAPI builds its stack; per request the entry makes one send
 wrapper (it must know whether the response started), an unentered exit stack for
 FastAPI's file closing (`_compat.FileStack`: no deque of callbacks until one is pushed,
-and closed only if one was), and a Request only for an exception handler.
+and closed only if one was), and a Request only for an exception handler. Above the
+layers, `serve_app` is the application's `__call__` (see `_routing.stack.take_call`):
+FastAPI's and Starlette's in one coroutine.
 
 One source: run as it is by the pure twin, compiled by Cython as `_routing.entry` (with
 `entry.pxd`) for the compiled one.
@@ -21,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
+from fastapi import FastAPI
+from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -32,12 +36,48 @@ from .._compat import (
     EXIT_CALLBACKS_ATTR,
     FILE_STACK_CLASS,
     FILE_STACK_KEY,
+    NATIVE_TELEMETRY_ATTR,
+    TELEMETRY_SCOPE_KEY,
     lookup_exception_handler,
     record_exception,
 )
 
 RESPONSE_START = "http.response.start"
 HANDLED_AFTER_START = "Caught handled exception, but response already started."
+
+# FastAPI's and Starlette's own `__call__`, as they were when this module was imported.
+# `serve_app` does their part itself only while both classes still have them, so that an
+# integration that replaces either later (as Sentry's replaces Starlette's) is called.
+FASTAPI_CALL = FastAPI.__call__
+STARLETTE_CALL = Starlette.__call__
+
+
+async def serve_app(app: Any, scope: Scope, receive: Receive, send: Send) -> None:
+    """`FastAPI.__call__` as the application's class runs it after `install_dispatch`
+    (`_routing.stack.take_call`): for an HTTP or WebSocket request that FastAPI's
+    telemetry does not observe, what FastAPI's and Starlette's `__call__` do (the root
+    path and the application put in the scope, the stack built on first use, then
+    awaited) in this one coroutine, rather than in one coroutine each; anything else,
+    the lifespan included, through FastAPI's own."""
+    if FastAPI.__call__ is FASTAPI_CALL and Starlette.__call__ is STARLETTE_CALL:
+        root_path = app.root_path
+        if root_path:
+            scope["root_path"] = root_path
+        kind = scope["type"]
+        if (
+            (kind == "http" or kind == "websocket")
+            and TELEMETRY_SCOPE_KEY not in scope
+            and not getattr(app, NATIVE_TELEMETRY_ATTR).enabled()
+        ):
+            scope["app"] = app
+            stack = app.middleware_stack
+            if stack is None:
+                stack = app.middleware_stack = app.build_middleware_stack()
+            await stack(scope, receive, send)
+            return
+    # FastAPI asks its telemetry again here: a question without side effects once its
+    # providers are set up, asked twice only while telemetry observes requests.
+    await FastAPI.__call__(app, scope, receive, send)
 
 
 class TelemetryKind:

@@ -43,5 +43,9 @@ def install_dispatch(app: FastAPI) -> None:
     what they do, built when FastAPI builds its middleware stack, with the user
     middleware between its halves. Where the stack is not FastAPI's default, FastAPI's
     stays: `app.msgspec_fastapi_entry` (`installed`, `reason`) and a log record say why.
+
+    The application becomes an instance of a subclass of its class, of the same name,
+    whose `__call__` does what FastAPI's and Starlette's do in one coroutine, where its
+    class has no `__call__` of its own.
     """
     install_dispatch_with(app, _select.twin)

@@ -6,17 +6,20 @@ layers without the user middleware, checks they are exactly the default ones it 
 reads their settings off them, and returns the entry with the user middleware between
 its two halves (one entry without user middleware). Where the stack is not FastAPI's
 default, FastAPI's stack stays and the reason is logged (logger "msgspec_fastapi") and
-left in `app.msgspec_fastapi_entry` (an `EntryStatus`).
+left in `app.msgspec_fastapi_entry` (an `EntryStatus`). `take_call` gives the application
+a subclass of its class whose `__call__` is the entry's `serve_app`.
 """
 
 from __future__ import annotations
 
 import logging
-from types import ModuleType
+from types import FunctionType, ModuleType
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from fastapi import FastAPI
 from fastapi.middleware.asyncexitstack import AsyncExitStackMiddleware
+from starlette.applications import Starlette
 from starlette.middleware.errors import ServerErrorMiddleware
 from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.routing import Router
@@ -174,6 +177,7 @@ def build_entry(app: FastAPI, module: ModuleType, layers: list[Any]) -> ASGIApp:
 def install_entry(app: FastAPI, module: ModuleType) -> None:
     """Have `app` build the entry (of `module`: `_routing.entry` or its pure twin) in place
     of FastAPI's default layers; `app.msgspec_fastapi_entry` tells whether it did."""
+    take_call(app, module)
     current = vars(app).get("build_middleware_stack")
     if isinstance(current, EntryBuilder):
         # install_dispatch again: the same hook, with the twin of this call.
@@ -189,3 +193,69 @@ def install_entry(app: FastAPI, module: ModuleType) -> None:
         status.refuse(f"{type(app).__name__} overrides build_middleware_stack")
     else:
         app.build_middleware_stack = EntryBuilder(app, module, status)  # type: ignore[method-assign]
+
+
+# The classes `take_call` made: by the application class each was made from, one per
+# twin's `serve_app`; and each made class's own base.
+_CALL_CLASSES: WeakKeyDictionary[type, dict[Any, type]] = WeakKeyDictionary()
+_MADE_FROM: WeakKeyDictionary[type, type] = WeakKeyDictionary()
+
+
+def take_call(app: FastAPI, module: ModuleType) -> None:
+    """Give `app` a subclass of its class, of the same name, whose `__call__` is the entry
+    module's `serve_app`: FastAPI's and Starlette's `__call__` in one coroutine. Where the
+    class has a `__call__` of its own, or FastAPI's or Starlette's is not theirs, the
+    class stays (the reason is logged)."""
+    cls = type(app)
+    base = _MADE_FROM.get(cls, cls)
+    reason = call_kept_because(base, module)
+    if reason:
+        logger.info("msgspec_fastapi: %s keeps its __call__: %s", base.__qualname__, reason)
+        return
+    made = _CALL_CLASSES.setdefault(base, {})
+    serve = module.serve_app
+    try:
+        if serve not in made:
+            namespace = {
+                "__call__": serve,
+                "__doc__": base.__doc__,
+                "__module__": base.__module__,
+                "__qualname__": base.__qualname__,
+            }
+            made[serve] = type(base)(base.__name__, (base,), namespace)
+            _MADE_FROM[made[serve]] = base
+        app.__class__ = made[serve]
+    except TypeError as exc:  # a metaclass or `__init_subclass__` that refuses it
+        logger.info("msgspec_fastapi: %s keeps its __call__: %s", base.__qualname__, exc)
+
+
+def call_kept_because(cls: type, module: ModuleType) -> str:
+    """Why an application of class `cls` keeps its `__call__` ("" where it can take the
+    entry's): `serve_app` does only what FastAPI's and Starlette's own do."""
+    fastapi_call, starlette_call = module.FASTAPI_CALL, module.STARLETTE_CALL
+    if not (
+        is_own(fastapi_call, "fastapi.applications", "FastAPI.__call__")
+        and is_own(starlette_call, "starlette.applications", "Starlette.__call__")
+    ):
+        return "FastAPI's or Starlette's __call__ was replaced before msgspec_fastapi's import"
+    if FastAPI.__call__ is not fastapi_call or Starlette.__call__ is not starlette_call:
+        return "FastAPI's or Starlette's __call__ is replaced"
+    mro = cls.__mro__
+    if cls.__call__ is not fastapi_call:
+        return "it defines __call__"
+    # FastAPI's `super().__call__()` must reach Starlette's.
+    for klass in mro[mro.index(FastAPI) + 1 :]:
+        if "__call__" in vars(klass):
+            if vars(klass)["__call__"] is not starlette_call:
+                return f"{klass.__qualname__} defines __call__"
+            break
+    return ""
+
+
+def is_own(function: Any, module: str, qualname: str) -> bool:
+    """Whether `function` is the plain function `qualname` of `module`."""
+    return (
+        type(function) is FunctionType
+        and function.__module__ == module
+        and function.__qualname__ == qualname
+    )
