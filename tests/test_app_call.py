@@ -10,7 +10,9 @@ FastAPI's own `__call__` must run.
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
+import weakref
 from types import SimpleNamespace
 from typing import Any
 
@@ -91,6 +93,20 @@ def test_a_subclass_without_a_call_of_its_own_gets_a_subclass_of_itself(twin: Tw
     assert TestClient(app).get("/").json() == {"a": 1}
 
 
+def test_a_class_defined_at_run_time_goes_with_its_applications(twin: Twin) -> None:
+    class Temporary(FastAPI):
+        pass
+
+    app = served_app(twin, Temporary)
+    classes = (weakref.ref(Temporary), weakref.ref(type(app)))
+    del app, Temporary
+    # Each collection frees one link of the chain: the application with its class, then
+    # the made class's entry, then the class it was made from.
+    for _ in range(3):
+        gc.collect()
+    assert [ref() for ref in classes] == [None, None]
+
+
 def test_a_subclass_with_a_call_of_its_own_keeps_its_class(twin: Twin) -> None:
     calls: list[str] = []
 
@@ -110,7 +126,7 @@ def test_servers_see_an_asgi3_application(twin: Twin) -> None:
     assert asyncio.iscoroutinefunction(app.__call__)
     assert inspect.iscoroutinefunction(app.__call__)
     assert is_asgi(app)  # hypercorn's test
-    config = Config(app)
+    config = Config(app, log_config=None)
     config.load()
     assert config.interface == "asgi3"
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from types import FunctionType, ModuleType
 from typing import Any
-from weakref import WeakKeyDictionary
+from weakref import WeakKeyDictionary, WeakValueDictionary
 
 from fastapi import FastAPI
 from fastapi.middleware.asyncexitstack import AsyncExitStackMiddleware
@@ -196,8 +196,9 @@ def install_entry(app: FastAPI, module: ModuleType) -> None:
 
 
 # The classes `take_call` made: by the application class each was made from, one per
-# twin's `serve_app`; and each made class's own base.
-_CALL_CLASSES: WeakKeyDictionary[type, dict[Any, type]] = WeakKeyDictionary()
+# twin's `serve_app`; and each made class's own base. Weak both ways, so that a class
+# made from another defined at run time (in a test, say) goes with its applications.
+_CALL_CLASSES: WeakKeyDictionary[type, WeakValueDictionary[Any, type]] = WeakKeyDictionary()
 _MADE_FROM: WeakKeyDictionary[type, type] = WeakKeyDictionary()
 
 
@@ -212,19 +213,20 @@ def take_call(app: FastAPI, module: ModuleType) -> None:
     if reason:
         logger.info("msgspec_fastapi: %s keeps its __call__: %s", base.__qualname__, reason)
         return
-    made = _CALL_CLASSES.setdefault(base, {})
+    made = _CALL_CLASSES.setdefault(base, WeakValueDictionary())
     serve = module.serve_app
     try:
-        if serve not in made:
+        subclass = made.get(serve)
+        if subclass is None:
             namespace = {
                 "__call__": serve,
                 "__doc__": base.__doc__,
                 "__module__": base.__module__,
                 "__qualname__": base.__qualname__,
             }
-            made[serve] = type(base)(base.__name__, (base,), namespace)
-            _MADE_FROM[made[serve]] = base
-        app.__class__ = made[serve]
+            subclass = made[serve] = type(base)(base.__name__, (base,), namespace)
+            _MADE_FROM[subclass] = base
+        app.__class__ = subclass
     except TypeError as exc:  # a metaclass or `__init_subclass__` that refuses it
         logger.info("msgspec_fastapi: %s keeps its __call__: %s", base.__qualname__, exc)
 
