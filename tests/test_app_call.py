@@ -148,35 +148,20 @@ def test_calling_the_application_gives_a_coroutine(twin: Twin) -> None:
     assert sent[-1]["body"] == b'{"a":1}'
 
 
-def test_a_starlette_call_replaced_after_install_is_called(
-    twin: Twin, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("cls", [Starlette, FastAPI], ids=["starlette", "fastapi"])
+def test_a_call_replaced_after_install_is_called(
+    twin: Twin, monkeypatch: pytest.MonkeyPatch, cls: type[Starlette]
 ) -> None:
     """As Sentry's integration replaces Starlette's `__call__` when it is set up."""
     app = served_app(twin)
     calls: list[str] = []
-    original = Starlette.__call__
+    original = cls.__call__
 
     async def wrapped(self: Starlette, scope: Scope, receive: Receive, send: Send) -> None:
         calls.append(scope["type"])
         await original(self, scope, receive, send)
 
-    monkeypatch.setattr(Starlette, "__call__", wrapped)
-    assert TestClient(app).get("/").json() == {"a": 1}
-    assert calls == ["http"]
-
-
-def test_a_fastapi_call_replaced_after_install_is_called(
-    twin: Twin, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    app = served_app(twin)
-    calls: list[str] = []
-    original = FastAPI.__call__
-
-    async def wrapped(self: FastAPI, scope: Scope, receive: Receive, send: Send) -> None:
-        calls.append(scope["type"])
-        await original(self, scope, receive, send)
-
-    monkeypatch.setattr(FastAPI, "__call__", wrapped)
+    monkeypatch.setattr(cls, "__call__", wrapped)
     assert TestClient(app).get("/").json() == {"a": 1}
     assert calls == ["http"]
 
