@@ -1021,20 +1021,20 @@ def entered_cleanup_scope(
     executor: ModuleType,
 ) -> Iterator[tuple[anyio.CancelScope | None, Any, Any]]:
     """The cleanup scope as the route makes and enters it in the running task (None: left
-    out), its checkpoint, and the task's weak reference where it is left out; left at the
-    end of the block."""
-    scope, checkpoint, task_ref = executor.enter_cleanup_scope()
+    out), its checkpoint, and the task where it is left out; left at the end of the
+    block."""
+    scope, checkpoint, task = executor.enter_cleanup_scope()
     try:
-        yield scope, checkpoint, task_ref
+        yield scope, checkpoint, task
     finally:
         if scope is not None:
             scope.__exit__(None, None, None)
 
 
 async def cleanup_scope_is_left_out(executor: ModuleType) -> bool:
-    with entered_cleanup_scope(executor) as (scope, _, task_ref):
-        assert (scope is None) is (task_ref is not None)
-        assert task_ref is None or task_ref() is asyncio.current_task()
+    with entered_cleanup_scope(executor) as (scope, _, task):
+        assert (scope is None) is (task is not None)
+        assert task is None or task is asyncio.current_task()
         return scope is None
 
 
@@ -1108,14 +1108,64 @@ def test_the_cleanup_scope_is_entered_where_sniffio_names_another_library(
 
 def test_a_plain_task_is_in_a_cancel_scope_only_while_one_is_open(executor: ModuleType) -> None:
     async def main() -> list[bool]:
-        task_ref = weakref.ref(asyncio.current_task())
-        before = executor.in_a_cancel_scope(task_ref)
+        task = asyncio.current_task()
+        before = executor.in_a_cancel_scope(task)
         with anyio.CancelScope():
-            inside = executor.in_a_cancel_scope(task_ref)
-        after = executor.in_a_cancel_scope(task_ref)
+            inside = executor.in_a_cancel_scope(task)
+        after = executor.in_a_cancel_scope(task)
         return [before, inside, after]
 
     assert asyncio.run(main()) == [False, True, False]
+
+
+def test_a_plain_task_is_in_no_cancel_scope_while_another_task_is_in_one(
+    executor: ModuleType,
+) -> None:
+    """anyio then holds a record, of the other task: the plain task's is looked up."""
+
+    async def main() -> bool:
+        entered, release = asyncio.Event(), asyncio.Event()
+
+        async def scoped() -> None:
+            with anyio.CancelScope():
+                entered.set()
+                await release.wait()
+
+        other = asyncio.get_running_loop().create_task(scoped())
+        await entered.wait()
+        try:
+            return executor.in_a_cancel_scope(asyncio.current_task())
+        finally:
+            release.set()
+            await other
+
+    assert asyncio.run(main()) is False
+
+
+def test_a_request_leaves_no_reference_to_its_task(twin: Twin) -> None:
+    """The request's objects hold its task where the cleanup scope is left out; once the
+    request is over, nothing of the route's keeps the task."""
+    router = MsgspecRouter(route_class=twin.route_class)
+
+    async def session() -> AsyncIterator[str]:
+        yield "open"
+
+    @router.get("/session")
+    async def read(s: Annotated[str, Depends(session)]) -> str:
+        return s
+
+    app = FastAPI()
+    app.include_router(router)
+
+    async def main() -> weakref.ref[asyncio.Task[None]]:
+        scope, receive, send = get_exchange("/session")
+        task = asyncio.get_running_loop().create_task(app(scope, receive, send))
+        await task
+        return weakref.ref(task)
+
+    task_ref = asyncio.run(main())
+    gc.collect()
+    assert task_ref() is None
 
 
 def test_the_running_task_is_asyncios_current_task(executor: ModuleType) -> None:

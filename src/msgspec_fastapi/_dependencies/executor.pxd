@@ -16,6 +16,7 @@ cdef object MISSING
 cdef int SPECIAL_BACKGROUND
 cdef int SPECIAL_REQUEST
 cdef int SPECIAL_RESPONSE
+cdef object next_of
 
 
 cdef class RequestState:
@@ -93,7 +94,7 @@ cpdef tuple enter_cleanup_scope()
 
 
 @cython.locals(records=dict)
-cpdef bint in_a_cancel_scope(object task_ref)
+cpdef bint in_a_cancel_scope(object task)
 
 
 cdef class Teardown:

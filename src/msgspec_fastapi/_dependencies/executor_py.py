@@ -85,6 +85,10 @@ SPECIAL_BACKGROUND = _shared.SPECIAL_BACKGROUND
 SPECIAL_REQUEST = _shared.SPECIAL_REQUEST
 SPECIAL_RESPONSE = _shared.SPECIAL_RESPONSE
 
+# The builtin `anext`, bound once: the compiled build looks a builtin it does not know
+# (anext came in 3.10) up in the builtins module on every use.
+next_of = anext
+
 # Plans per route for override sets seen lately; older ones are rebuilt when needed.
 PLANS_PER_ROUTE = 8
 
@@ -136,8 +140,8 @@ class RequestState:
         self.function_exits: list[Teardown | CancelScope] | None = None
         self.cleanup: CancelScope | None = None
         # The running library's `checkpoint_if_cancelled`, set when the cleanup scope is
-        # entered or left out (at the first async generator), and a weak reference to the
-        # request's task where it is left out.
+        # entered or left out (at the first async generator), and the request's task
+        # where it is left out. The request's own objects hold it only while it runs.
         self.checkpoint: Callable[[], Awaitable[None]] | None = None
         self.task: Any = None
         # Where a change of overrides while the request ran switched programs: the step
@@ -194,7 +198,7 @@ class RequestState:
             failure: BaseException | None = None
             stopped = False
             try:
-                await anext(teardown.gen)
+                await next_of(teardown.gen)
             except StopAsyncIteration:
                 stopped = True
             except BaseException as raised:
@@ -263,8 +267,8 @@ def running_task() -> Any:
 def enter_cleanup_scope() -> tuple[CancelScope | None, Callable[[], Awaitable[None]], Any]:
     """FastAPI 0.165's cleanup scope, entered in the running task as `anyio.CancelScope()`
     makes it, and `checkpoint_if_cancelled` as `anyio.lowlevel` gives it; or, where the
-    scope would be its task's outermost, no scope (None) and a weak reference to the
-    running asyncio task (else None), for `in_a_cancel_scope`.
+    scope would be its task's outermost, no scope (None) and the running asyncio task
+    (else None), for `in_a_cancel_scope`.
 
     The scope would be outermost in an asyncio task inside no anyio cancel scope: the
     request's task of an ASGI server, outside any task group. No cancellation can come from
@@ -294,9 +298,8 @@ def enter_cleanup_scope() -> tuple[CancelScope | None, Callable[[], Awaitable[No
                 task = None
     if task is not None:
         checkpoint = asyncio_checkpoint_if_cancelled  # type: ignore[assignment]
-        task_ref = ref(task)
-        if not in_a_cancel_scope(task_ref):
-            return None, checkpoint, task_ref
+        if not in_a_cancel_scope(task):
+            return None, checkpoint, task
         scope = asyncio_cancel_scope()  # type: ignore[misc]
     elif get_async_backend is None:
         scope, checkpoint = CancelScope(), checkpoint_if_cancelled
@@ -307,13 +310,15 @@ def enter_cleanup_scope() -> tuple[CancelScope | None, Callable[[], Awaitable[No
     return scope, checkpoint, None
 
 
-def in_a_cancel_scope(task_ref: Any) -> bool:
-    """Whether the asyncio task `task_ref` refers to (weakly, as anyio's record of task
-    states is keyed) is inside an anyio cancel scope: where it is not,
+def in_a_cancel_scope(task: Any) -> bool:
+    """Whether the asyncio `task` is inside an anyio cancel scope: where it is not,
     `checkpoint_if_cancelled()` returns without a checkpoint, as it starts from the task's
-    current scope."""
+    current scope. anyio's records are keyed by weak references; while it holds none (no
+    task entered a scope, or every such task is gone), no reference is made."""
     records = task_state_records
-    state = records.get(task_ref)  # type: ignore[union-attr]
+    if not records:
+        return False
+    state = records.get(ref(task))
     return state is not None and state.cancel_scope is not None
 
 
@@ -351,7 +356,7 @@ class Teardown:
         self.cleanup = cleanup  # the request's cleanup scope (shielded exit), or None
         # `checkpoint_if_cancelled` after a shielded exit; None: no shielded exit.
         self.checkpoint = checkpoint
-        self.task = task  # a weak reference to the request's task, where it is left out
+        self.task = task  # the request's task, where the cleanup scope is left out
         self.was_shielded = False  # its shield when the generator was set up
 
     def first(self) -> Awaitable[Any]:
@@ -361,7 +366,7 @@ class Teardown:
         if cleanup is not None:
             self.was_shielded = cleanup.shield
         # anext() calls the generator's slot: no method lookup, no argument tuple.
-        return anext(self.gen)
+        return next_of(self.gen)
 
     async def __aenter__(self) -> Any:
         try:
@@ -396,7 +401,7 @@ class Teardown:
             if typ is None:
                 suppressed = stopped = False
                 try:
-                    await anext(self.gen)
+                    await next_of(self.gen)
                 except StopAsyncIteration:
                     stopped = True
                 if not stopped:

@@ -40,6 +40,7 @@ cdef class Inner:
     cdef public bint through_stack
 
 
+@cython.final
 cdef class Outer:
     cdef public object app
     cdef public Inner inner
@@ -51,3 +52,4 @@ cdef class Outer:
     cdef public bint handler_is_async
 
     cdef bint runs_body_limit(self, scope)
+    cpdef object enter(self, object scope, object receive, object send)

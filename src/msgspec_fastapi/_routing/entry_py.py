@@ -73,7 +73,12 @@ async def serve_app(app: Any, scope: Scope, receive: Receive, send: Send) -> Non
             stack = app.middleware_stack
             if stack is None:
                 stack = app.middleware_stack = app.build_middleware_stack()
-            await stack(scope, receive, send)
+            if type(stack) is Outer:
+                # The entry's own outer layer, entered without Python's call protocol.
+                outer: Outer = stack
+                await outer.enter(scope, receive, send)
+            else:
+                await stack(scope, receive, send)
             return
     # FastAPI asks its telemetry again here: a question without side effects once its
     # providers are set up, asked twice only while telemetry observes requests.
@@ -329,8 +334,12 @@ class Outer:
         self.handler_is_async = handler_is_async
 
     def __call__(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
-        # Without user middleware or a body limit to run, `inner` runs this entry's layers
-        # in its own coroutine: one coroutine per request for the whole entry.
+        return self.enter(scope, receive, send)
+
+    def enter(self, scope: Scope, receive: Receive, send: Send) -> Awaitable[None]:
+        """The request through the layers: without user middleware or a body limit to
+        run, `inner` runs this entry's layers in its own coroutine, one coroutine per
+        request for the whole entry."""
         inner = self.inner
         if inner is not None and scope["type"] == "http" and not self.runs_body_limit(scope):
             return inner.handle(scope, receive, Tracker(send), self)
