@@ -210,3 +210,35 @@ def test_a_lifespan_goes_through_fastapis_call_and_a_request_does_not(
     with TestClient(app) as client:
         assert client.get("/").json() == {"a": 1}
     assert types == ["lifespan"]
+
+
+def test_the_entrys_outer_layer_is_the_stack_the_call_enters(twin: Twin) -> None:
+    app = served_app(twin)
+    with TestClient(app) as client:
+        assert client.get("/").json() == {"a": 1}
+    assert type(app.middleware_stack) is entry_module(twin).Outer
+
+
+def test_a_stack_that_is_not_the_entrys_is_called_as_an_asgi_app(twin: Twin) -> None:
+    app = served_app(twin)
+    seen: list[str] = []
+
+    async def own_stack(scope: Scope, receive: Receive, send: Send) -> None:
+        seen.append(scope["path"])
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    app.middleware_stack = own_stack
+    sent: list[Any] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    messages = body_messages()
+
+    async def receive() -> Any:
+        return messages.pop(0)
+
+    asyncio.run(app(scope_for("GET", b"/", []), receive, send))
+    assert seen == ["/"]
+    assert [message.get("status") for message in sent] == [204, None]
