@@ -20,7 +20,7 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from hypercorn.utils import is_asgi
-from raw_asgi import body_messages, scope_for
+from raw_asgi import body_messages, scope_for, send_request
 from starlette.applications import Starlette
 from starlette.types import Receive, Scope, Send
 from twins import Twin, get_twin
@@ -148,6 +148,16 @@ def test_calling_the_application_gives_a_coroutine(twin: Twin) -> None:
     assert sent[-1]["body"] == b'{"a":1}'
 
 
+def recording(original: Any, types: list[str]) -> Any:
+    """A `__call__` that notes each scope's type in `types`, then runs `original`."""
+
+    async def call(self: Starlette, scope: Scope, receive: Receive, send: Send) -> None:
+        types.append(scope["type"])
+        await original(self, scope, receive, send)
+
+    return call
+
+
 @pytest.mark.parametrize("cls", [Starlette, FastAPI], ids=["starlette", "fastapi"])
 def test_a_call_replaced_after_install_is_called(
     twin: Twin, monkeypatch: pytest.MonkeyPatch, cls: type[Starlette]
@@ -155,13 +165,7 @@ def test_a_call_replaced_after_install_is_called(
     """As Sentry's integration replaces Starlette's `__call__` when it is set up."""
     app = served_app(twin)
     calls: list[str] = []
-    original = cls.__call__
-
-    async def wrapped(self: Starlette, scope: Scope, receive: Receive, send: Send) -> None:
-        calls.append(scope["type"])
-        await original(self, scope, receive, send)
-
-    monkeypatch.setattr(cls, "__call__", wrapped)
+    monkeypatch.setattr(cls, "__call__", recording(cls.__call__, calls))
     assert TestClient(app).get("/").json() == {"a": 1}
     assert calls == ["http"]
 
@@ -198,12 +202,7 @@ def test_a_lifespan_goes_through_fastapis_call_and_a_request_does_not(
 ) -> None:
     app = served_app(twin)
     types: list[str] = []
-    original = FastAPI.__call__
-
-    async def spy(self: FastAPI, scope: Scope, receive: Receive, send: Send) -> None:
-        types.append(scope["type"])
-        await original(self, scope, receive, send)
-
+    spy = recording(FastAPI.__call__, types)
     # The spy taken for FastAPI's own by the entry's module too, as if found on import.
     monkeypatch.setattr(entry_module(twin), "FASTAPI_CALL", spy)
     monkeypatch.setattr(FastAPI, "__call__", spy)
@@ -229,16 +228,6 @@ def test_a_stack_that_is_not_the_entrys_is_called_as_an_asgi_app(twin: Twin) -> 
         await send({"type": "http.response.body", "body": b""})
 
     app.middleware_stack = own_stack
-    sent: list[Any] = []
-
-    async def send(message: Any) -> None:
-        sent.append(message)
-
-    messages = body_messages()
-
-    async def receive() -> Any:
-        return messages.pop(0)
-
-    asyncio.run(app(scope_for("GET", b"/", []), receive, send))
+    reply = asyncio.run(send_request(app, "GET", b"/"))
     assert seen == ["/"]
-    assert [message.get("status") for message in sent] == [204, None]
+    assert [message.get("status") for message in reply.sent] == [204, None]

@@ -242,10 +242,10 @@ def call_kept_because(cls: type, module: ModuleType) -> str:
         return "FastAPI's or Starlette's __call__ was replaced before msgspec_fastapi's import"
     if FastAPI.__call__ is not fastapi_call or Starlette.__call__ is not starlette_call:
         return "FastAPI's or Starlette's __call__ is replaced"
-    mro = cls.__mro__
     if cls.__call__ is not fastapi_call:
         return "it defines __call__"
     # FastAPI's `super().__call__()` must reach Starlette's.
+    mro = cls.__mro__
     for klass in mro[mro.index(FastAPI) + 1 :]:
         if "__call__" in vars(klass):
             if vars(klass)["__call__"] is not starlette_call:
