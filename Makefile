@@ -144,6 +144,8 @@ bench-quick: bench-service-tools $(VENV)/.bench-installed
 	$(PY) bench/micro.py --models --quick
 	$(PY) bench/micro.py --deps --quick --strict
 	$(PY) bench/micro.py --deps --server --quick --strict
+	$(PY) bench/micro.py --deps --server --quick --strict --variants compiled,blacksheep \
+		--routes city-list,city-search
 	$(PY) bench/micro.py --deps --server --quick --strict --variants pydantic,pydantic-compiled \
 		--routes city-get,plain-get
 	$(PY) bench/errors.py --quick --rounds 2

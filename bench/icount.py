@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import gc
 import http.client
 import json
@@ -53,8 +54,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from common import BENCH, ensure_upstream, free_port, log, run_record, versions
 from micro import cities, deps, formats, models, routetable, streams
+from micro.asgi import Case
 from micro.driver import CITY_BASES, STREAM_VARIANTS, TABLE_VARIANTS, VARIANTS, parse_sizes
 from micro.worker import (
     MIDDLEWARE_ROUTES,
@@ -252,6 +255,12 @@ def run_in_process(
         raise RuntimeError(f"{variant} {route} failed under valgrind:\n{result.stderr[-3000:]}")
 
 
+@functools.cache
+def city_cases() -> dict[str, Case]:
+    """The city routes' requests and answers, built once (the data set takes a while)."""
+    return cities.make_cases(cities.make_dataset())
+
+
 # --deps --server: requests to a server before counting (after its start-up).
 SERVER_WARMUP = 300
 SERVER_START_TIMEOUT = 300.0
@@ -275,17 +284,22 @@ def run_server(
     options: tuple[str, ...] = (),
     environ: dict[str, str] | None = None,
 ) -> Path:
-    """Run `variant`'s --deps app behind uvicorn under callgrind (with valgrind's further
-    `options`, in `environ`, os.environ by default) for one counted batch of `requests`;
-    the prefix of the batch's dump (`<prefix>.1`)."""
-    case = deps.CASES[route.removeprefix(DEPS_PREFIX)]
+    """Run `variant`'s app of `route` behind uvicorn under callgrind (with valgrind's
+    further `options`, in `environ`, os.environ by default) for one counted batch of
+    `requests`; the prefix of the batch's dump (`<prefix>.1`). A `deps/` route is served
+    by the variant's --deps app, a city route (`get`, `list`, `validate`, `search`) by its
+    app of the city routes."""
+    if route.startswith(DEPS_PREFIX):
+        app, case = "deps", deps.CASES[route.removeprefix(DEPS_PREFIX)]
+    else:
+        app, case = "cities", city_cases()[route]
     out_prefix = folder / f"callgrind.server.{variant}.{case.key}"
     port = free_port()
     report = folder / f"server.{variant}.{case.key}.json"
     env = dict(os.environ if environ is None else environ, PYTHONHASHSEED="0")
     command = [*valgrind(cache_sim), *options]
     command += [f"--callgrind-out-file={out_prefix}", sys.executable, "-m", "micro.serve"]
-    command += [variant, "--app", "deps", "--port", str(port), "--report", str(report)]
+    command += [variant, "--app", app, "--port", str(port), "--report", str(report)]
     command += ["--icount", f"{library}:{SERVER_WARMUP}:{requests}"]
     log_path = folder / f"server.{variant}.{case.key}.log"
     with log_path.open("wb") as output:
@@ -310,10 +324,15 @@ def run_server(
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
         expected = case.expected_body
         for _ in range(SERVER_WARMUP + requests):
-            connection.request(case.method, case.path, body=case.body or None, headers=headers)
+            connection.request(case.method, case.target, body=case.body or None, headers=headers)
             response = connection.getresponse()
             body = response.read()
-            if response.status != 200 or (variant in deps.BYTE_EXACT and body != expected):
+            same = (
+                body == expected
+                if variant in deps.BYTE_EXACT
+                else msgspec.json.decode(body) == msgspec.json.decode(expected)
+            )
+            if response.status != 200 or not same:
                 raise RuntimeError(f"{variant} {route}: {response.status} {body[:300]!r}")
         connection.close()
     finally:

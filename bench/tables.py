@@ -83,6 +83,8 @@ CLOCKS = {"cpu": "CPU", "wall": "wall"}
 SERVER_ROUTES = {
     "city-get": "`GET /cities/{id}`",
     "city-validate": "`POST /cities/validate` (100 cities)",
+    "city-list": "`GET /cities?limit=100`",
+    "city-search": "`POST /cities/search`",
     "two-get": "`GET /two/items/{id}` (two dependencies)",
     "two-post": "`POST /two/items` (two dependencies)",
     "plain-get": "`GET /r0/items/{id}`",

@@ -39,6 +39,11 @@ class Case:
     def expected_body(self) -> bytes:
         return msgspec.json.encode(self.expected)
 
+    @property
+    def target(self) -> str:
+        """The path as a client sends it, with the query string if there is one."""
+        return f"{self.path}?{self.query.decode()}" if self.query else self.path
+
 
 @dataclass
 class Response:

@@ -8,7 +8,8 @@ pinned to the client core, and this driver beside it. The routes: `GET /cities/{
 Struct, no dependencies) and `POST /cities/validate` (a body of 100 cities validated into
 Structs) on the variant's app of the city routes, and the two-dependency GET on its --deps
 app (deps.load(), without the override: the same apps and work as the in-process mode).
-`--routes` adds the two-dependency POST and `GET /r0/items/{id}` on the route-table app of
+`--routes` adds the city list (`GET /cities?limit=...`) and search (`POST /cities/search`)
+on the city app, the two-dependency POST, and `GET /r0/items/{id}` on the route-table app of
 one router (the --routers mode's app; BlackSheep has none, and is skipped then).
 pydantic-compiled and pydantic-pure (FastAPI's Pydantic models and endpoints on
 MsgspecRouter + install_dispatch) have the city and route-table apps only: they answer the
@@ -54,7 +55,15 @@ from .asgi import Case
 from .serve import SERVERS
 from .worker import PYDANTIC, PYDANTIC_ROUTER_VARIANTS
 
-ROUTE_KEYS = ("city-get", "city-validate", "two-get", "two-post", "plain-get")
+ROUTE_KEYS = (
+    "city-get",
+    "city-validate",
+    "city-list",
+    "city-search",
+    "two-get",
+    "two-post",
+    "plain-get",
+)
 DEFAULT_ROUTES = ("city-get", "city-validate", "two-get")
 VARIANTS = tuple(dict.fromkeys((*deps.DEPS_VARIANTS, *PYDANTIC_ROUTER_VARIANTS)))
 DEFAULT_VARIANTS = ("compiled", "pure", "pydantic", "litestar", "blacksheep", "bare")
@@ -95,12 +104,16 @@ class Route:
                 "POST /cities/validate, a body of 100 cities validated into Structs, no"
                 " dependencies (the city routes' app)"
             )
+        if self.app == "cities":
+            return f"{self.case.label}, no dependencies (the city routes' app)"
         return self.case.label
 
 
 ROUTES = {
     "city-get": Route("city-get", "cities", CITY_CASES["get"]),
     "city-validate": Route("city-validate", "cities", CITY_CASES["validate"]),
+    "city-list": Route("city-list", "cities", CITY_CASES["list"]),
+    "city-search": Route("city-search", "cities", CITY_CASES["search"]),
     "two-get": Route("two-get", "deps", deps.CASES["two-get"]),
     "two-post": Route("two-post", "deps", deps.CASES["two-post"]),
     "plain-get": Route("plain-get", "table", PLAIN_CASE),
@@ -279,7 +292,7 @@ class Server:
             headers["Content-Type"] = "application/json"
         connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         try:
-            connection.request(case.method, case.path, body=case.body or None, headers=headers)
+            connection.request(case.method, case.target, body=case.body or None, headers=headers)
             response = connection.getresponse()
             body = response.read()
             content_type = response.getheader("content-type")
@@ -308,7 +321,7 @@ def wrk(args: argparse.Namespace, server: Server, route: Route, seconds: int) ->
     command += [f"-d{seconds}s", "--timeout", "10s", "-s", str(SCRIPT)]
     for name, value in case.headers:
         command += ["-H", f"{name.decode()}: {value.decode()}"]
-    command += [f"http://127.0.0.1:{server.port}", "--", case.method, case.path]
+    command += [f"http://127.0.0.1:{server.port}", "--", case.method, case.target]
     command.append(str(server.lengths[route.key]))
     if case.body:
         command.append(case.body.decode())
