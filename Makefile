@@ -171,6 +171,8 @@ bench-icount-quick: bench-icount-tools $(VENV)/.bench-installed
 	$(PY) bench/icount.py --models --variants compiled --routes models/dependency --requests 20
 	$(PY) bench/icount.py --deps --variants compiled,blacksheep --routes deps/two-get --requests 20
 	$(PY) bench/causes.py --server --variants compiled --routes deps/two-get --requests 10
+	$(PY) bench/causes.py --server --server-kind granian --variants compiled --routes search \
+		--requests 10
 
 # Instructions, first-level cache misses and allocations per request of the twins,
 # BlackSheep and the bare ASGI app on the micro benchmark's routes; see docs/benchmarks.md.

@@ -19,14 +19,17 @@ own set-up) drops out, and what is left is the steady state of one more request.
 All of them are deterministic for a given build: address randomisation is off and the
 hash seed fixed, as in icount.py.
 
-`--server` counts the same figures for the whole uvicorn process serving a route
+`--server` counts the same figures for the whole server process serving a route
 (icount.py's --deps --server run, requests sent over loopback one at a time): the
 server's own code competes with the framework's for the first-level caches there. It
-counts the dependency routes unless `--routes` names others (the city routes too).
+counts the dependency routes unless `--routes` names others (the city routes too), behind
+uvicorn, or behind Granian with `--server-kind granian` (its worker process, whose Rust
+runtime's work is counted with the rest).
 
     python bench/causes.py                                  # make bench-causes
     python bench/causes.py --variants compiled --routes get,deps/two-get --requests 50
     python bench/causes.py --server                         # behind uvicorn
+    python bench/causes.py --server --server-kind granian   # behind Granian
 """
 
 from __future__ import annotations
@@ -50,6 +53,12 @@ VARIANTS = ("compiled", "pure", "blacksheep", "bare")
 ROUTES = ("get", "list", "validate", "search", "deps/two-get", "deps/two-post")
 # What --server counts unless told which routes (it counts any of ROUTES).
 SERVER_DEFAULT_ROUTES = ("deps/two-get", "deps/two-post")
+SERVER_KINDS = ("uvicorn", "granian")
+SERVER_NAMES = {"uvicorn": "uvicorn", "granian": "Granian"}
+SERVER_DESCRIPTIONS = {
+    "uvicorn": "uvicorn (httptools, asyncio loop)",
+    "granian": "Granian (ASGI, one worker, one runtime thread, asyncio loop, HTTP/1)",
+}
 BASE = "blacksheep"
 # A common first level of current x86 cores (32 KiB, 8-way, 64-byte lines, each of
 # instruction and data); the last level matters little here and is only required.
@@ -74,15 +83,15 @@ def counted(
     library: Path,
     folder: Path,
     env: dict[str, str],
-    server: bool = False,
+    server: str | None = None,
 ) -> dict[str, float]:
-    """The events and allocator calls of one batch of `requests` requests, in process or,
-    with `server`, behind uvicorn (the whole server process counted)."""
+    """The events and allocator calls of one batch of `requests` requests, in process or
+    behind `server`, uvicorn or granian (the whole server process counted)."""
     out_prefix = folder / f"{variant}.{route.replace('/', '.')}.{requests}"
     if server:
         out_prefix.mkdir()
         out_prefix = icount.run_server(
-            variant, route, requests, library, out_prefix, True, CACHE_MODEL, env
+            variant, route, requests, library, out_prefix, True, CACHE_MODEL, env, server
         )
     else:
         icount.run_in_process(variant, route, requests, library, out_prefix, True, CACHE_MODEL, env)
@@ -107,7 +116,7 @@ def per_request(
     library: Path,
     folder: Path,
     env: dict[str, str],
-    server: bool = False,
+    server: str | None = None,
 ) -> dict[str, float]:
     """Each figure of one request more: the batch of 2N less the batch of N, over N."""
     once = counted(variant, route, requests, library, folder, env, server)
@@ -121,9 +130,9 @@ def measure(
     requests: int,
     jobs: int,
     env: dict[str, str] | None = None,
-    server: bool = False,
+    server: str | None = None,
 ) -> dict[str, dict[str, dict[str, float]]]:
-    """route -> variant -> figure -> value per request; with `server`, behind uvicorn."""
+    """route -> variant -> figure -> value per request; with `server`, behind it."""
     environment = dict(os.environ if env is None else env)
     with tempfile.TemporaryDirectory(prefix="causes-") as tmp:
         folder = Path(tmp)
@@ -194,8 +203,14 @@ def main() -> int:
     parser.add_argument(
         "--server",
         action="store_true",
-        help="count the whole uvicorn process serving the route (default routes"
+        help="count the whole server process serving the route (default routes"
         " deps/two-get,deps/two-post), as icount.py --deps --server",
+    )
+    parser.add_argument(
+        "--server-kind",
+        choices=SERVER_KINDS,
+        default="uvicorn",
+        help="--server: the server, as micro.py --deps --server runs it (default uvicorn)",
     )
     args = parser.parse_args()
     default_variants = [v for v in VARIANTS if not (args.server and v == "bare")]
@@ -204,14 +219,17 @@ def main() -> int:
     routes = [r for r in (args.routes or default_routes).split(",") if r]
     if args.requests < 1:
         parser.error("--requests below 1")
+    if args.server_kind != "uvicorn" and not args.server:
+        parser.error("--server-kind is a part of --server")
     if args.server:
         if unserved := [r for r in routes if r not in ROUTES]:
             parser.error(f"--server counts {', '.join(ROUTES)} only, not {unserved}")
         if "bare" in variants and any(r.startswith(icount.DEPS_PREFIX) for r in routes):
             parser.error("--server: the bare app has no dependency routes")
-    found = measure(variants, routes, args.requests, args.jobs, server=args.server)
+    server = args.server_kind if args.server else None
+    found = measure(variants, routes, args.requests, args.jobs, server=server)
     base = BASE if BASE in variants else variants[0]
-    where = "behind uvicorn, the whole server process" if args.server else "in process"
+    where = f"behind {SERVER_NAMES[server]}, the whole server process" if server else "in process"
     title = (
         f"Per request, by cause ({where}; callgrind, one request more over batches of"
         f" {args.requests:,} and {2 * args.requests:,}); vs {base}: ratio to {base}'s figure"
@@ -228,8 +246,8 @@ def main() -> int:
             "meta": {
                 "requests": args.requests,
                 "cache_model": list(CACHE_MODEL),
-                "server": "uvicorn (httptools, asyncio loop), as micro.py --deps --server"
-                if args.server
+                "server": f"{SERVER_DESCRIPTIONS[server]}, as micro.py --deps --server"
+                if server
                 else None,
             },
             "per_request": found,
@@ -239,10 +257,10 @@ def main() -> int:
             " caches; allocations: blocks asked of an allocator by code outside the"
             " allocators; "
             + (
-                "behind uvicorn, the instructions vary between runs by up to about 5%, the"
+                "behind a server, the instructions vary between runs by up to about 5%, the"
                 " misses by up to about 3% and the allocations by a few (the server's own"
                 " work between requests); the misses in each framework's own modules repeat"
-                if args.server
+                if server
                 else "deterministic counts, which the machine's load does not change"
             )
         )

@@ -283,12 +283,15 @@ def run_server(
     cache_sim: bool = False,
     options: tuple[str, ...] = (),
     environ: dict[str, str] | None = None,
+    server_kind: str = "uvicorn",
 ) -> Path:
-    """Run `variant`'s app of `route` behind uvicorn under callgrind (with valgrind's
-    further `options`, in `environ`, os.environ by default) for one counted batch of
-    `requests`; the prefix of the batch's dump (`<prefix>.1`). A `deps/` route is served
-    by the variant's --deps app, a city route (`get`, `list`, `validate`, `search`) by its
-    app of the city routes."""
+    """Run `variant`'s app of `route` behind `server_kind` (micro/serve.py's uvicorn or
+    granian) under callgrind (with valgrind's further `options`, in `environ`, os.environ
+    by default) for one counted batch of `requests`; the prefix of the batch's dump
+    (`<prefix>.1`). A `deps/` route is served by the variant's --deps app, a city route
+    (`get`, `list`, `validate`, `search`) by its app of the city routes. Granian forks its
+    worker, which valgrind follows; each process writes its own file, named by its pid, and
+    only the worker's holds the batch."""
     if route.startswith(DEPS_PREFIX):
         app, case = "deps", deps.CASES[route.removeprefix(DEPS_PREFIX)]
     else:
@@ -298,8 +301,10 @@ def run_server(
     report = folder / f"server.{variant}.{case.key}.json"
     env = dict(os.environ if environ is None else environ, PYTHONHASHSEED="0")
     command = [*valgrind(cache_sim), *options]
-    command += [f"--callgrind-out-file={out_prefix}", sys.executable, "-m", "micro.serve"]
+    out_file = f"{out_prefix}.%p" if server_kind == "granian" else str(out_prefix)
+    command += [f"--callgrind-out-file={out_file}", sys.executable, "-m", "micro.serve"]
     command += [variant, "--app", app, "--port", str(port), "--report", str(report)]
+    command += ["--server", server_kind]
     command += ["--icount", f"{library}:{SERVER_WARMUP}:{requests}"]
     log_path = folder / f"server.{variant}.{case.key}.log"
     with log_path.open("wb") as output:
@@ -339,7 +344,10 @@ def run_server(
         if server.poll() is None:
             server.send_signal(signal.SIGINT)
         server.wait(timeout=120)
-    return out_prefix
+    if server_kind != "granian":
+        return out_prefix
+    (batch,) = out_prefix.parent.glob(f"{out_prefix.name}.*.1")
+    return batch.with_suffix("")
 
 
 def label(case: str) -> str:

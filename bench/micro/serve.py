@@ -19,9 +19,10 @@ then are written to FILE as JSON: every yield dependency's teardown must have ru
 report is written from the lifespan because under Granian the app lives in the worker,
 not in this process.
 
-`--icount LIBRARY:WARMUP:COUNT` is for `icount.py --deps --server`, which runs this under
-callgrind: instruction counting (icount.py's helper LIBRARY) is switched on after WARMUP
-HTTP requests and off after COUNT more, so that the counts cover uvicorn's work too.
+`--icount LIBRARY:WARMUP:COUNT` is for `icount.py --deps --server` and `causes.py
+--server`, which run this under callgrind: instruction counting (icount.py's helper
+LIBRARY) is switched on after WARMUP HTTP requests and off after COUNT more, so that the
+counts cover the server's work too (under Granian, its worker's, Rust runtime included).
 """
 
 from __future__ import annotations
@@ -111,6 +112,11 @@ def counted(app: ASGIApp, spec: str) -> ASGIApp:
     return app_counted
 
 
+def served(app: ASGIApp, report: Path, icount: str | None) -> ASGIApp:
+    """`app` as the server runs it: counted with `icount` where given, reporting."""
+    return reporting(counted(app, icount) if icount else app, report)
+
+
 def run_uvicorn(app: ASGIApp, port: int) -> None:
     import uvicorn
 
@@ -126,10 +132,12 @@ def run_uvicorn(app: ASGIApp, port: int) -> None:
     )
 
 
-def build_reporting(variant: str, app: str, report: Path, _target: str) -> ASGIApp:
+def build_reporting(
+    variant: str, app: str, report: Path, icount: str | None, _target: str
+) -> ASGIApp:
     """Granian's loader, called in its worker: the app (this process's, when the worker was
-    forked from it), reporting as it shuts down."""
-    return reporting(build(variant, app), report)
+    forked from it), counted with `icount` where given, reporting as it shuts down."""
+    return served(build(variant, app), report, icount)
 
 
 def run_granian(loader: Callable[[str], ASGIApp], port: int) -> None:
@@ -163,19 +171,17 @@ def main() -> int:
     parser.add_argument("--server", choices=SERVERS, default="uvicorn")
     parser.add_argument("--icount", metavar="LIBRARY:WARMUP:COUNT")
     args = parser.parse_args()
-    if args.icount and args.server != "uvicorn":
-        parser.error("--icount counts uvicorn only")
     try:
         app = build(args.variant, args.app)
     except Unavailable as skip:
         args.report.write_text(json.dumps({"skipped": str(skip)}))
         return 3
-    if args.icount:
-        app = counted(app, args.icount)
     if args.server == "uvicorn":
-        run_uvicorn(reporting(app, args.report), args.port)
+        run_uvicorn(served(app, args.report, args.icount), args.port)
     else:
-        loader = functools.partial(build_reporting, args.variant, args.app, args.report)
+        loader = functools.partial(
+            build_reporting, args.variant, args.app, args.report, args.icount
+        )
         run_granian(loader, args.port)
     return 0
 
