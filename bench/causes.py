@@ -47,18 +47,14 @@ import icount
 from callgrind_calls import read_allocator_calls
 from callgrind_objects import GROUPS, OTHER, self_cost_by_group
 from common import log, run_record, versions
-from tables import table
+from micro.serve import SERVERS
+from micro.server import SERVER_LABELS
+from tables import SERVER_NAMES, table
 
 VARIANTS = ("compiled", "pure", "blacksheep", "bare")
 ROUTES = ("get", "list", "validate", "search", "deps/two-get", "deps/two-post")
 # What --server counts unless told which routes (it counts any of ROUTES).
 SERVER_DEFAULT_ROUTES = ("deps/two-get", "deps/two-post")
-SERVER_KINDS = ("uvicorn", "granian")
-SERVER_NAMES = {"uvicorn": "uvicorn", "granian": "Granian"}
-SERVER_DESCRIPTIONS = {
-    "uvicorn": "uvicorn (httptools, asyncio loop)",
-    "granian": "Granian (ASGI, one worker, one runtime thread, asyncio loop, HTTP/1)",
-}
 BASE = "blacksheep"
 # A common first level of current x86 cores (32 KiB, 8-way, 64-byte lines, each of
 # instruction and data); the last level matters little here and is only required.
@@ -208,7 +204,7 @@ def main() -> int:
     )
     parser.add_argument(
         "--server-kind",
-        choices=SERVER_KINDS,
+        choices=SERVERS,
         default="uvicorn",
         help="--server: the server, as micro.py --deps --server runs it (default uvicorn)",
     )
@@ -246,7 +242,7 @@ def main() -> int:
             "meta": {
                 "requests": args.requests,
                 "cache_model": list(CACHE_MODEL),
-                "server": f"{SERVER_DESCRIPTIONS[server]}, as micro.py --deps --server"
+                "server": f"{SERVER_LABELS[server]}, as micro.py --deps --server"
                 if server
                 else None,
             },
