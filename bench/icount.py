@@ -289,9 +289,9 @@ def run_server(
     granian) under callgrind (with valgrind's further `options`, in `environ`, os.environ
     by default) for one counted batch of `requests`; the prefix of the batch's dump
     (`<prefix>.1`). A `deps/` route is served by the variant's --deps app, a city route
-    (`get`, `list`, `validate`, `search`) by its app of the city routes. Granian forks its
-    worker, which valgrind follows; each process writes its own file, named by its pid, and
-    only the worker's holds the batch."""
+    (`get`, `list`, `validate`, `search`) by its app of the city routes. Each process
+    writes its own file, named by its pid (Granian forks its worker, which valgrind
+    follows), and only the one serving the requests holds the batch."""
     if route.startswith(DEPS_PREFIX):
         app, case = "deps", deps.CASES[route.removeprefix(DEPS_PREFIX)]
     else:
@@ -301,8 +301,7 @@ def run_server(
     report = folder / f"server.{variant}.{case.key}.json"
     env = dict(os.environ if environ is None else environ, PYTHONHASHSEED="0")
     command = [*valgrind(cache_sim), *options]
-    out_file = f"{out_prefix}.%p" if server_kind == "granian" else str(out_prefix)
-    command += [f"--callgrind-out-file={out_file}", sys.executable, "-m", "micro.serve"]
+    command += [f"--callgrind-out-file={out_prefix}.%p", sys.executable, "-m", "micro.serve"]
     command += [variant, "--app", app, "--port", str(port), "--report", str(report)]
     command += ["--server", server_kind]
     command += ["--icount", f"{library}:{SERVER_WARMUP}:{requests}"]
@@ -344,8 +343,6 @@ def run_server(
         if server.poll() is None:
             server.send_signal(signal.SIGINT)
         server.wait(timeout=120)
-    if server_kind != "granian":
-        return out_prefix
     (batch,) = out_prefix.parent.glob(f"{out_prefix.name}.*.1")
     return batch.with_suffix("")
 

@@ -97,16 +97,17 @@ class Route:
     def label(self) -> str:
         if self.app == "table":
             return "GET /r0/items/{id}, no dependencies (the route table's app, 1 router)"
-        if self.key == "city-get":
-            return "GET /cities/{id}, one city, no dependencies (the city routes' app)"
-        if self.key == "city-validate":
-            return (
-                "POST /cities/validate, a body of 100 cities validated into Structs, no"
-                " dependencies (the city routes' app)"
-            )
         if self.app == "cities":
-            return f"{self.case.label}, no dependencies (the city routes' app)"
+            what = CITY_DESCRIPTIONS.get(self.key, self.case.label)
+            return f"{what}, no dependencies (the city routes' app)"
         return self.case.label
+
+
+# What the label says of a city route beyond its case's label.
+CITY_DESCRIPTIONS = {
+    "city-get": "GET /cities/{id}, one city",
+    "city-validate": "POST /cities/validate, a body of 100 cities validated into Structs",
+}
 
 
 ROUTES = {
